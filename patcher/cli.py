@@ -1,0 +1,198 @@
+"""The command line: unpack options, call the engine, print the report, exit with its code."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from patcher import __version__
+from patcher.errors import EXIT_CODE_HELP, ExitCode, LazylogError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def target_options(func: F) -> F:
+    @click.option(
+        "--python",
+        "python",
+        metavar="PATH",
+        help="Interpreter whose `import torch` is meant (default: the one running torch-lazylog).",
+    )
+    @click.option(
+        "--torch-dir",
+        metavar="DIR",
+        help="The torch package directory itself (.../site-packages/torch), instead of finding it.",
+    )
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text.")
+    @click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors.")
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Any]) -> None:
+    """Run one command; the single place where the domain error is caught and turned into an exit."""
+    try:
+        report = work()
+    except LazylogError as exc:
+        if verbose:
+            traceback.print_exc()
+        _fail(command, as_json, exc.code, exc.message, exc.state, exc.details)
+    except OSError as exc:
+        if verbose:
+            traceback.print_exc()
+        _fail(
+            command,
+            as_json,
+            ExitCode.ENVIRONMENT,
+            f"{exc.strerror or exc} ({exc.filename or ''}).",
+            "unknown",
+            {},
+        )
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        if report.diff:
+            click.echo(report.diff, nl=False)
+        click.echo(report.message)
+    sys.exit(int(report.code))
+
+
+def _fail(
+    command: str, as_json: bool, code: ExitCode, message: str, state: str, details: dict[str, object]
+) -> None:
+    if as_json:
+        payload = {
+            "command": command,
+            "state": state,
+            "changed": False,
+            "exit_code": int(code),
+            "message": message,
+            "torch_version": details.get("torch_version"),
+            "torch_dir": details.get("torch_dir"),
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        click.echo(f"torch-lazylog: error: {message}", err=True)
+    sys.exit(int(code))
+
+
+def _target(python: str | None, torch_dir: str | None) -> Any:
+    from patcher import locate, spec
+
+    patch = spec.load()
+    return locate.locate(python, torch_dir, patch), patch
+
+
+@click.group(epilog=EXIT_CODE_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="torch-lazylog")
+def cli() -> None:
+    """Make torch Inductor's implicit-fallback log line lazy in an installed torch (< 2.13).
+
+    The fix torch 2.13 ships, applied once to the installed source, checked, and reversible.
+    """
+
+
+@cli.command(epilog=EXIT_CODE_HELP)
+@target_options
+@click.option("--dry-run", is_flag=True, help="Print the unified diff that apply would make; write nothing.")
+def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> None:
+    """Patch graph.py of the installed torch (nothing to do on torch 2.13+)."""
+
+    def work() -> Any:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        return engine.apply(target, patch, dry_run=dry_run)
+
+    _emit("apply", as_json, verbose, work)
+
+
+@cli.command(epilog=EXIT_CODE_HELP)
+@target_options
+@click.option(
+    "--runtime",
+    is_flag=True,
+    help="Also import torch in the target interpreter and prove lazy formatting on Inductor's real path.",
+)
+def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool) -> None:
+    """Check that the installed torch formats the implicit-fallback log lazily (exit 0) or not (exit 1)."""
+
+    def work() -> Any:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        report = engine.verify(target, patch)
+        if runtime:
+            from patcher import runtime as runtime_check
+
+            report = runtime_check.run(target, report)
+        return report
+
+    _emit("verify", as_json, verbose, work)
+
+
+@cli.command(epilog=EXIT_CODE_HELP)
+@target_options
+def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> None:
+    """Restore graph.py, its bytecode and RECORD to their original bytes."""
+
+    def work() -> Any:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        return engine.revert(target, patch)
+
+    _emit("revert", as_json, verbose, work)
+
+
+@cli.command()
+@click.argument(
+    "wheels", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the releases table here (patches/lazy_implicit_fallback.releases.json in a checkout).",
+)
+@click.option(
+    "--check", is_flag=True, help="Exit 1 when the table differs from the shipped one; write nothing."
+)
+@click.option("--markdown", is_flag=True, help="Print the README's supported-release table.")
+def fingerprint(wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool) -> None:
+    """Maintainers: fingerprint graph.py of real torch wheels (the patch definition's releases table)."""
+    from patcher import fingerprint as fp
+    from patcher import fsio, spec
+
+    patch = spec.load()
+    try:
+        releases = fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch)
+    except LazylogError as exc:
+        _fail("fingerprint", False, exc.code, exc.message, exc.state, exc.details)
+    text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+    if markdown:
+        click.echo(fp.releases_table(releases), nl=False)
+    if check:
+        shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        if shipped != text:
+            click.echo("The shipped releases table differs from the one these wheels give.", err=True)
+            sys.exit(1)
+        click.echo(f"The shipped releases table matches {len(wheels)} wheel(s).")
+    elif output is not None:
+        fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
+        click.echo(f"Wrote {len(releases.rows)} release(s) to {output}.")
+    elif not markdown:
+        click.echo(text, nl=False)
+
+
+def main() -> None:
+    cli(prog_name="torch-lazylog")

@@ -1,0 +1,42 @@
+"""The one domain error and the exit codes, in one place."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # apply: patched now, already patched, natively lazy; verify: lazy; revert: done or nothing to do
+    EAGER = 1  # verify: the installed torch still formats the text eagerly (or is inconsistent)
+    USAGE = 2  # bad command line (click's own code)
+    REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
+    ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
+
+
+EXIT_CODE_HELP = """\b
+Exit codes:
+  0  success (apply: patched, already patched or natively lazy;
+     verify: torch formats the text lazily; revert: reverted or nothing to do)
+  1  verify: torch still formats the text eagerly, or the patch is incomplete
+  2  usage error
+  3  refused: a graph.py this tool does not know, or one changed since apply
+  4  environment error: torch not found, not writable, broken install"""
+
+
+class LazylogError(Exception):
+    """A finished sentence for the user: what was expected, what was found, what to do."""
+
+    def __init__(self, code: ExitCode, message: str, state: str = "unknown") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.state = state
+        self.details: dict[str, object] = {}  # filled in by the engine: which torch, where
+
+
+def refused(message: str) -> LazylogError:
+    return LazylogError(ExitCode.REFUSED, message)
+
+
+def environment(message: str) -> LazylogError:
+    return LazylogError(ExitCode.ENVIRONMENT, message)

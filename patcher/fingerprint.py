@@ -1,0 +1,87 @@
+"""Fingerprints of real releases, generated from their wheels (the maintainer's `fingerprint` command)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from patcher.errors import refused
+from patcher.spec import PatchSpec, Release, Releases
+from patcher.transform import Refused, Rewritten, Unchanged, rewrite
+
+_WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def record_hash(data: bytes) -> str:
+    """The hash field of a RECORD row: `sha256=<urlsafe base64, no padding>`."""
+    digest = hashlib.sha256(data).digest()
+    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
+
+
+def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
+    match = _WHEEL_VERSION.match(wheel.name)
+    if match is None:
+        raise refused(f"Expected a torch wheel named torch-<version>-...whl, found {wheel.name}.")
+    with zipfile.ZipFile(wheel) as archive:
+        return match["version"], archive.read(spec.record_path)
+
+
+def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, dict[str, str]]:
+    outcome = rewrite(source, spec, to="lazy")
+    if isinstance(outcome, Refused):
+        raise refused(f"torch {version}: cannot fingerprint graph.py: {outcome.reason}.")
+    if isinstance(outcome, Unchanged):
+        row = Release(version, "native", sha256(source), len(source), outcome.site.fingerprint)
+        return row, {outcome.site.fingerprint: outcome.site.code}
+    assert isinstance(outcome, Rewritten)
+    row = Release(
+        version=version,
+        state="eager",
+        sha256=sha256(source),
+        size=len(source),
+        site=outcome.before.fingerprint,
+        patched_sha256=sha256(outcome.source),
+        patched_size=len(outcome.source),
+        patched_site=outcome.after.fingerprint,
+    )
+    return row, {
+        outcome.before.fingerprint: outcome.before.code,
+        outcome.after.fingerprint: outcome.after.code,
+    }
+
+
+def build_releases(sources: Iterable[tuple[str, bytes]], spec: PatchSpec) -> Releases:
+    rows: dict[str, Release] = {}
+    code: dict[str, str] = {}
+    for version, source in sources:
+        row, site_code = release_row(version, source, spec)
+        rows[version] = row
+        code |= site_code
+    ordered = tuple(rows[v] for v in sorted(rows, key=version_key))
+    return Releases(rows=ordered, site_code=code)
+
+
+def releases_table(releases: Releases) -> str:
+    """The README's supported-release table, rendered from the patch definition."""
+    lines = [
+        "| torch | graph.py as released | `apply` does | sha256 of graph.py (first 16) |",
+        "|---|---|---|---|",
+    ]
+    for row in releases.rows:
+        if row.state == "eager":
+            lines.append(f"| {row.version} | eager | patches (one line) | `{row.sha256[:16]}` |")
+        else:
+            lines.append(f"| {row.version} | natively lazy | nothing | `{row.sha256[:16]}` |")
+    return "\n".join(lines) + "\n"

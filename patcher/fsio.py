@@ -1,0 +1,164 @@
+"""The one place that writes files: staged temp files, fsync, os.replace, and the lock.
+
+Every new file is first written whole beside its destination (same directory, so os.replace is
+atomic and a hardlinked original keeps its bytes), flushed, given the original's mode and owner,
+and only then moved over it. Temp files carry a fixed suffix so the next run finds and removes any
+that a killed run left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from patcher.errors import environment
+
+TEMP_SUFFIX = ".torch-lazylog.tmp"
+FAILPOINT_ENV = "TORCH_LAZYLOG_FAILPOINT"
+TRACE_ENV = "TORCH_LAZYLOG_TRACE"
+
+
+def failpoint(name: str) -> None:
+    """Test hook: TORCH_LAZYLOG_FAILPOINT=name[:kill|:enospc] fails here; TRACE lists names reached."""
+    trace = os.environ.get(TRACE_ENV)
+    if trace:
+        with open(trace, "a", encoding="utf-8") as handle:
+            handle.write(name + "\n")
+    wanted = os.environ.get(FAILPOINT_ENV)
+    if not wanted:
+        return
+    point, _, action = wanted.partition(":")
+    if point != name:
+        return
+    if action == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    if action == "enospc":
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    raise OSError(errno.EIO, f"injected failure at {name}")
+
+
+@contextlib.contextmanager
+def locked(directory: Path, exclusive: bool) -> Iterator[None]:
+    """flock on the torch directory itself: serialises runs and creates no file anywhere."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
+def temp_path(path: Path) -> Path:
+    return path.with_name("." + path.name + TEMP_SUFFIX)
+
+
+def leftovers(directories: list[Path]) -> list[Path]:
+    found = []
+    for directory in directories:
+        with contextlib.suppress(OSError):
+            found += [directory / n for n in sorted(os.listdir(directory)) if n.endswith(TEMP_SUFFIX)]
+    return found
+
+
+@dataclass(frozen=True)
+class Write:
+    path: Path
+    data: bytes
+    mode: int
+    uid: int
+    gid: int
+    mtime_ns: int | None = None
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Remove:
+    path: Path
+    label: str = ""
+
+
+Step = Write | Remove
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _stage(step: Write) -> Path:
+    temp = temp_path(step.path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(temp)  # never open an old name: it could be a link to something else
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(step.data)
+        while view:
+            view = view[os.write(fd, view) :]
+        failpoint(f"written:{step.label}")
+        if (step.uid, step.gid) != (os.geteuid(), os.getegid()):
+            os.fchown(fd, step.uid, step.gid)
+        os.fchmod(fd, step.mode)
+        if step.mtime_ns is not None:
+            os.utime(fd, ns=(step.mtime_ns, step.mtime_ns))
+        os.fsync(fd)
+        failpoint(f"fsynced:{step.label}")
+    finally:
+        os.close(fd)
+    return temp
+
+
+def _discard(paths: list[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _describe(exc: OSError, path: Path) -> str:
+    return f"{exc.strerror or exc} ({path})"
+
+
+def run(steps: list[Step], what: str) -> None:
+    """Stage every write, then commit all in order. Nothing visible changes if staging fails."""
+    staged: list[tuple[Step, Path | None]] = []
+    try:
+        for step in steps:
+            staged.append((step, _stage(step) if isinstance(step, Write) else None))
+    except OSError as exc:
+        _discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
+        failed = step.path
+        raise environment(
+            f"Could not write {failed.name}: {_describe(exc, failed)}. Nothing was changed. "
+            f"{what} needs write access (and free space) in {failed.parent}; run it as the owner of the "
+            "torch install, e.g. as root in the Dockerfile."
+        ) from exc
+    done = 0
+    try:
+        for step, temp in staged:
+            failpoint(f"commit:{step.label}")
+            if temp is not None:
+                os.replace(temp, step.path)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(step.path)
+            _fsync_dir(step.path.parent)
+            done += 1
+            failpoint(f"committed:{step.label}")
+    except OSError as exc:
+        _discard([t for _, t in staged[done:] if t])
+        raise environment(
+            f"{what} stopped half-way: {_describe(exc, step.path)}. The next torch-lazylog command "
+            "recognises this state: run the same command again to finish it."
+        ) from exc
+
+
+def remove_leftovers(paths: list[Path]) -> None:
+    _discard(paths)

@@ -1,0 +1,198 @@
+"""The undo record (versioned JSON, stable key order) and the dist-info RECORD rows it changes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from patcher.edits import Edit
+from patcher.errors import environment, refused
+
+UNDO_VERSION = 1
+TOOL = "torch-lazylog"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True)
+class FileState:
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: Any) -> FileState:
+        if not isinstance(data, dict):
+            raise ValueError("file state is not an object")
+        sha, size = data.get("sha256"), data.get("size")
+        if not isinstance(sha, str) or not _SHA256.match(sha):
+            raise ValueError("sha256 is not 64 lowercase hex digits")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError("size is not a non-negative integer")
+        return cls(sha, size)
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # as a RECORD row names it; checked against the located file, never used to find one
+    before: FileState
+    after: FileState
+    edit: Edit
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "after": self.after.to_json(),
+            "before": self.before.to_json(),
+            "edit": self.edit.to_json(),
+            "path": self.path,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any, expected_path: str) -> FileChange:
+        if not isinstance(data, dict):
+            raise ValueError("file change is not an object")
+        if data.get("path") != expected_path:
+            raise ValueError(f"it names {data.get('path')!r} where {expected_path!r} was expected")
+        change = cls(
+            path=expected_path,
+            before=FileState.from_json(data.get("before")),
+            after=FileState.from_json(data.get("after")),
+            edit=Edit.from_json(data.get("edit")),
+        )
+        if change.after.size - change.before.size != len(change.edit.new) - len(change.edit.old):
+            raise ValueError(f"the edit of {expected_path} does not account for its sizes")
+        return change
+
+
+@dataclass(frozen=True)
+class UndoRecord:
+    patch: str
+    release: str
+    match: str
+    graph: FileChange
+    graph_mode: int
+    graph_mtime_ns: int
+    record: FileChange | None
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "graph": self.graph.to_json() | {"mode": self.graph_mode, "mtime_ns": self.graph_mtime_ns},
+            "match": self.match,
+            "patch": self.patch,
+            "record": self.record.to_json() if self.record else None,
+            "release": self.release,
+            "tool": TOOL,
+            "version": UNDO_VERSION,
+        }
+        return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+
+    @classmethod
+    def parse(cls, raw: bytes, patch: str, graph_path: str, record_path: str | None) -> UndoRecord:
+        """Validate everything; a ValueError says what is wrong."""
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"it is not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        if data.get("tool") != TOOL or data.get("version") != UNDO_VERSION:
+            raise ValueError(
+                f"it is {data.get('tool')!r} version {data.get('version')!r}, "
+                f"expected {TOOL!r} version {UNDO_VERSION}"
+            )
+        if data.get("patch") != patch:
+            raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch!r}")
+        graph = data.get("graph")
+        if not isinstance(graph, dict):
+            raise ValueError("it has no graph entry")
+        mode, mtime = graph.get("mode"), graph.get("mtime_ns")
+        if not isinstance(mode, int) or not 0 <= mode <= 0o7777 or not isinstance(mtime, int):
+            raise ValueError("its graph mode or mtime is not valid")
+        raw_record = data.get("record")
+        if (raw_record is None) != (record_path is None):
+            raise ValueError("its RECORD entry does not match whether torch has a RECORD")
+        release, match = data.get("release"), data.get("match")
+        if not isinstance(release, str) or match not in ("exact", "site"):
+            raise ValueError("its release or match is not valid")
+        return cls(
+            patch=patch,
+            release=release,
+            match=match,
+            graph=FileChange.from_json(graph, graph_path),
+            graph_mode=mode,
+            graph_mtime_ns=mtime,
+            record=FileChange.from_json(raw_record, record_path) if record_path else None,
+        )
+
+
+def _rows(record: bytes) -> list[tuple[int, bytes, str]]:
+    """(offset, line with its terminator, first field) for every row of a RECORD."""
+    try:
+        text = record.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise environment(
+            f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason})."
+        ) from exc
+    rows = []
+    offset = 0
+    for line in text.splitlines(keepends=True):
+        encoded = line.encode("utf-8")
+        try:
+            fields = next(csv.reader([line.rstrip("\r\n")]), [])
+        except csv.Error as exc:
+            raise environment(f"Expected torch's RECORD to be CSV, found a malformed row ({exc}).") from exc
+        rows.append((offset, encoded, fields[0] if fields else ""))
+        offset += len(encoded)
+    return rows
+
+
+def _row(*fields: str) -> str:
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(fields)
+    return out.getvalue()
+
+
+def has_row(record: bytes, path: str) -> bool:
+    return any(first == path for _, _, first in _rows(record))
+
+
+def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str | None) -> Edit:
+    """Point `path`'s row at the new hash and size; add `add_row` (no hash) right after it."""
+    matches = [(offset, line) for offset, line, first in _rows(record) if first == path]
+    if len(matches) != 1:
+        raise environment(
+            f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. "
+            "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps torch==<version>)."
+        )
+    offset, line = matches[0]
+    terminator = line[len(line.rstrip(b"\r\n")) :]
+    newline = terminator or (b"\r\n" if b"\r\n" in record else b"\n")
+    new = _row(path, digest, str(size)).encode("utf-8")
+    if add_row is not None:
+        new += newline + _row(add_row, "", "").encode("utf-8")
+    return Edit(offset, line, new + terminator)
+
+
+def row_hash(record: bytes, path: str) -> str | None:
+    """The hash field of `path`'s row, or None when there is no such row (a byte search: fast)."""
+    key = path.encode("utf-8") + b","
+    start = 0 if record.startswith(key) else record.find(b"\n" + key) + 1
+    if start == 0 and not record.startswith(key):
+        return None
+    end = record.find(b"\n", start)
+    line = record[start : len(record) if end == -1 else end].rstrip(b"\r")
+    fields = line.split(b",")
+    return fields[1].decode("ascii", "replace") if len(fields) > 1 else ""
+
+
+def undo_parse_error(path: str, why: str) -> Exception:
+    return refused(
+        f"The undo record {path} is not one torch-lazylog can trust: {why}. Nothing was written. "
+        "If graph.py is pristine, delete the record; otherwise reinstall torch "
+        "(pip install --force-reinstall --no-deps torch==<version>) and delete it."
+    )

@@ -1,0 +1,141 @@
+"""The patch definition (patches/*.json): what to change, and the fingerprints of real releases."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any, Literal
+
+from patcher.errors import refused
+
+PATCH_NAME = "lazy_implicit_fallback.json"
+SPEC_VERSION = 1
+
+ReleaseState = Literal["eager", "native"]
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    state: ReleaseState
+    sha256: str
+    size: int
+    site: str
+    patched_sha256: str | None = None
+    patched_size: int | None = None
+    patched_site: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "version": self.version,
+            "state": self.state,
+            "sha256": self.sha256,
+            "size": self.size,
+            "site": self.site,
+        }
+        if self.state == "eager":
+            data |= {
+                "patched_sha256": self.patched_sha256,
+                "patched_size": self.patched_size,
+                "patched_site": self.patched_site,
+            }
+        return data
+
+
+@dataclass(frozen=True)
+class Releases:
+    """The generated half of a patch definition: one row per real release, and each site's code."""
+
+    rows: tuple[Release, ...]
+    site_code: dict[str, str]
+
+    def by_sha256(self, sha: str) -> tuple[Literal["eager", "patched", "native"], Release] | None:
+        for row in reversed(self.rows):  # newest first: 2.12.0 and 2.12.1 share one graph.py
+            if row.sha256 == sha:
+                return row.state, row
+            if row.patched_sha256 == sha:
+                return "patched", row
+        return None
+
+    def by_site(self, site: str, form: Literal["eager", "lazy"]) -> tuple[str, list[Release]]:
+        """Releases whose branch has this fingerprint, as ("eager"|"patched"|"native", rows)."""
+        if form == "eager":
+            return "eager", [r for r in self.rows if r.site == site and r.state == "eager"]
+        # A lazy branch identical to a release that ships it is natively lazy, even when it is also
+        # what patching an older release gives (2.12 patched == 2.13): only an undo record tells.
+        native = [r for r in self.rows if r.site == site and r.state == "native"]
+        if native:
+            return "native", native
+        return "patched", [r for r in self.rows if r.patched_site == site]
+
+    def versions(self, state: ReleaseState) -> list[str]:
+        return [r.version for r in self.rows if r.state == state]
+
+    def to_json(self, patch_id: str) -> dict[str, Any]:
+        return {
+            "generated_by": "torch-lazylog fingerprint",
+            "patch": patch_id,
+            "releases": [r.to_json() for r in self.rows],
+            "sites": dict(sorted(self.site_code.items())),
+            "version": SPEC_VERSION,
+        }
+
+
+@dataclass(frozen=True)
+class PatchSpec:
+    id: str
+    file: str  # relative to the torch package directory
+    scope: str
+    call: str
+    message: str  # the string literal exactly as in the source
+    eager: str
+    lazy: str
+    import_module: str
+    import_name: str
+    releases_file: str
+    releases: Releases
+
+    @property
+    def record_path(self) -> str:
+        """The path as written in the dist-info RECORD (relative to site-packages)."""
+        return "torch/" + self.file
+
+
+def _releases_from_json(data: dict[str, Any]) -> Releases:
+    rows = tuple(Release(**row) for row in data["releases"])
+    return Releases(rows=rows, site_code=dict(data["sites"]))
+
+
+def load(name: str = PATCH_NAME) -> PatchSpec:
+    base = resources.files("patcher.patches")
+    try:
+        raw = json.loads(base.joinpath(name).read_text(encoding="utf-8"))
+        if raw.get("version") != SPEC_VERSION:
+            raise ValueError(f"unsupported version {raw.get('version')!r}")
+        releases_raw = json.loads(base.joinpath(raw["releases_file"]).read_text(encoding="utf-8"))
+        releases = _releases_from_json(releases_raw)
+        return PatchSpec(
+            id=raw["id"],
+            file=raw["file"],
+            scope=raw["scope"],
+            call=raw["call"],
+            message=raw["message"],
+            eager=raw["eager"],
+            lazy=raw["lazy"],
+            import_module=raw["requires_import"]["module"],
+            import_name=raw["requires_import"]["name"],
+            releases_file=raw["releases_file"],
+            releases=releases,
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:  # pragma: no cover - a broken install
+        raise refused(
+            f"The patch definition {name} shipped with torch-lazylog is unreadable ({exc}); "
+            "reinstall torch-lazylog."
+        ) from exc
+
+
+def with_releases(spec: PatchSpec, releases: Releases) -> PatchSpec:
+    from dataclasses import replace
+
+    return replace(spec, releases=releases)
