@@ -125,7 +125,7 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
     """What this graph.py is: by its hash when known (no parse), else by its site fingerprint."""
     hit = spec.releases.by_sha256(sha256(source))
     if hit is not None:
-        return Known(hit[0], hit[1], "exact")
+        return Known(hit[0], _nearest(hit[1], torch_version), "exact")
     site = site_of(source, spec)
     if isinstance(site, Refused):
         return Known("unknown", None, None, site.reason)
@@ -350,21 +350,27 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
         edit = record_edit(base_record, spec.record_path, record_hash(new), len(new), add)
         new_record = edit.apply(base_record)
         assert target.dist_info is not None
+        record_stat = os.stat(target.dist_info / "RECORD")
         record_change = FileChange(
             f"{target.dist_info.name}/RECORD",
             FileState(sha256(base_record), len(base_record)),
             FileState(sha256(new_record), len(new_record)),
             edit,
+            mode=record_stat.st_mode & 0o7777,
+            mtime_ns=record_stat.st_mtime_ns,
         )
     undo_new = UndoRecord(
         patch=spec.id,
         release=known.release.version,
         match=known.match,
         graph=FileChange(
-            spec.record_path, FileState(sha, len(snap.graph)), FileState(sha256(new), len(new)), outcome.edit
+            spec.record_path,
+            FileState(sha, len(snap.graph)),
+            FileState(sha256(new), len(new)),
+            outcome.edit,
+            mode=snap.stat.st_mode & 0o7777,
+            mtime_ns=snap.stat.st_mtime_ns,
         ),
-        graph_mode=snap.stat.st_mode & 0o7777,
-        graph_mtime_ns=snap.stat.st_mtime_ns,
         record=record_change,
     )
     line = outcome.edit.line_number(snap.graph)
@@ -462,7 +468,9 @@ def _record_restore(target: Target, snap: Snapshot) -> list[fsio.Step]:
         return []
     inverse = change.edit.inverted()
     if current == change.after.sha256 and inverse.applies_to(snap.record):
-        return [_write(target.record_file, inverse.apply(snap.record), "RECORD")]
+        _, uid, gid = _stat_like(target.record_file)
+        restored = inverse.apply(snap.record)
+        return [fsio.Write(target.record_file, restored, change.mode, uid, gid, change.mtime_ns, "RECORD")]
     # RECORD changed since apply (another tool added rows): undo exactly our rows, wherever they are.
     if snap.record.count(change.edit.new) == 1:
         offset = snap.record.index(change.edit.new)
@@ -514,13 +522,13 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
             fsio.Write(
                 target.graph,
                 original,
-                undo.graph_mode,
+                undo.graph.mode,
                 snap.stat.st_uid,
                 snap.stat.st_gid,
-                mtime_ns=undo.graph_mtime_ns,
+                mtime_ns=undo.graph.mtime_ns,
                 label="graph",
             ),
-            *_pyc_steps(target, snap.pycs, original, undo.graph_mtime_ns),
+            *_pyc_steps(target, snap.pycs, original, undo.graph.mtime_ns),
             *_record_restore(target, snap),
             fsio.Remove(target.undo_path, label="undo"),
         ]

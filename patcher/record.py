@@ -43,12 +43,16 @@ class FileChange:
     before: FileState
     after: FileState
     edit: Edit
+    mode: int  # the original's permission bits and mtime, restored by revert
+    mtime_ns: int
 
     def to_json(self) -> dict[str, Any]:
         return {
             "after": self.after.to_json(),
             "before": self.before.to_json(),
             "edit": self.edit.to_json(),
+            "mode": self.mode,
+            "mtime_ns": self.mtime_ns,
             "path": self.path,
         }
 
@@ -58,11 +62,18 @@ class FileChange:
             raise ValueError("file change is not an object")
         if data.get("path") != expected_path:
             raise ValueError(f"it names {data.get('path')!r} where {expected_path!r} was expected")
+        mode, mtime = data.get("mode"), data.get("mtime_ns")
+        if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
+            raise ValueError(f"the mode of {expected_path} is not valid")
+        if not isinstance(mtime, int) or isinstance(mtime, bool):
+            raise ValueError(f"the mtime of {expected_path} is not valid")
         change = cls(
             path=expected_path,
             before=FileState.from_json(data.get("before")),
             after=FileState.from_json(data.get("after")),
             edit=Edit.from_json(data.get("edit")),
+            mode=mode,
+            mtime_ns=mtime,
         )
         if change.after.size - change.before.size != len(change.edit.new) - len(change.edit.old):
             raise ValueError(f"the edit of {expected_path} does not account for its sizes")
@@ -75,13 +86,11 @@ class UndoRecord:
     release: str
     match: str
     graph: FileChange
-    graph_mode: int
-    graph_mtime_ns: int
     record: FileChange | None
 
     def to_bytes(self) -> bytes:
         data = {
-            "graph": self.graph.to_json() | {"mode": self.graph_mode, "mtime_ns": self.graph_mtime_ns},
+            "graph": self.graph.to_json(),
             "match": self.match,
             "patch": self.patch,
             "record": self.record.to_json() if self.record else None,
@@ -107,12 +116,6 @@ class UndoRecord:
             )
         if data.get("patch") != patch:
             raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch!r}")
-        graph = data.get("graph")
-        if not isinstance(graph, dict):
-            raise ValueError("it has no graph entry")
-        mode, mtime = graph.get("mode"), graph.get("mtime_ns")
-        if not isinstance(mode, int) or not 0 <= mode <= 0o7777 or not isinstance(mtime, int):
-            raise ValueError("its graph mode or mtime is not valid")
         raw_record = data.get("record")
         if (raw_record is None) != (record_path is None):
             raise ValueError("its RECORD entry does not match whether torch has a RECORD")
@@ -123,9 +126,7 @@ class UndoRecord:
             patch=patch,
             release=release,
             match=match,
-            graph=FileChange.from_json(graph, graph_path),
-            graph_mode=mode,
-            graph_mtime_ns=mtime,
+            graph=FileChange.from_json(data.get("graph"), graph_path),
             record=FileChange.from_json(raw_record, record_path) if record_path else None,
         )
 

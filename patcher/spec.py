@@ -50,13 +50,13 @@ class Releases:
     rows: tuple[Release, ...]
     site_code: dict[str, str]
 
-    def by_sha256(self, sha: str) -> tuple[Literal["eager", "patched", "native"], Release] | None:
-        for row in reversed(self.rows):  # newest first: 2.12.0 and 2.12.1 share one graph.py
-            if row.sha256 == sha:
-                return row.state, row
-            if row.patched_sha256 == sha:
-                return "patched", row
-        return None
+    def by_sha256(self, sha: str) -> tuple[Literal["eager", "patched", "native"], list[Release]] | None:
+        """Releases whose graph.py (pristine or patched) has this hash; 2.12.0 and 2.12.1 share one."""
+        pristine = [row for row in self.rows if row.sha256 == sha]
+        if pristine:
+            return pristine[0].state, pristine
+        patched = [row for row in self.rows if row.patched_sha256 == sha]
+        return ("patched", patched) if patched else None
 
     def by_site(self, site: str, form: Literal["eager", "lazy"]) -> tuple[str, list[Release]]:
         """Releases whose branch has this fingerprint, as ("eager"|"patched"|"native", rows)."""

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from patcher.cli import cli
+from tests import realdata
+
+
+def need(call: Callable[[], object]) -> object:
+    """Real data or bust: under CI=true a missing download fails the test, elsewhere it skips."""
+    try:
+        return call()
+    except realdata.Unavailable as exc:
+        if realdata.IN_CI:
+            pytest.fail(f"real data unavailable under CI: {exc}")
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def release(tmp_path: Path) -> Callable[[str], Path]:
+    """release("2.10.0") -> the torch directory of a fresh copy of that real release."""
+
+    def make(version: str) -> Path:
+        return need(lambda: realdata.release_tree(version, tmp_path / f"site-{version}"))  # type: ignore[return-value]
+
+    return make
+
+
+@pytest.fixture
+def run() -> Callable[..., Result]:
+    """run("apply", "--torch-dir", d) through the real click entry point."""
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Result:
+        return runner.invoke(cli, list(args), catch_exceptions=False)
+
+    return invoke
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
+    """Every file below root: bytes, mode and mtime (ns)."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            st = path.stat()
+            out[str(path.relative_to(root))] = (path.read_bytes(), st.st_mode, st.st_mtime_ns)
+    return out
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@pytest.fixture(autouse=True)
+def _no_ambient_failpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("TORCH_LAZYLOG_FAILPOINT", raising=False)
+    monkeypatch.delenv("TORCH_LAZYLOG_TRACE", raising=False)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    yield
+
+
+def changed_files(before: dict[str, tuple[bytes, int, int]], after: dict[str, tuple[bytes, int, int]]) -> set[str]:
+    keys = set(before) | set(after)
+    return {k for k in keys if before.get(k) != after.get(k)}

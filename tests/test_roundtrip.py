@@ -1,0 +1,118 @@
+"""The whole lifecycle on every real release: verify -> apply -> verify -> apply -> revert -> verify."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from tests import realdata
+from tests.conftest import changed_files, sha256, snapshot
+
+ONE_LINE_OLD = "-                    error.operator_str(target, args, kwargs),"
+ONE_LINE_NEW = "+                    LazyString(error.operator_str, target, args, kwargs),"
+
+
+def _json(result: Result) -> dict[str, object]:
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def _changed_lines(diff: str) -> list[str]:
+    return [
+        line
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++", "---"))
+    ]
+
+
+@pytest.mark.parametrize("version", realdata.EAGER_RELEASES)
+def test_eager_release_round_trip(version: str, release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+    torch_dir = release(version)
+    site = torch_dir.parent
+    pristine = snapshot(site)
+
+    before = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert before.exit_code == 1, before.output
+    assert _json(before)["state"] == "eager"
+    assert _json(before)["release"] == version
+
+    dry = run("apply", "--dry-run", "--torch-dir", str(torch_dir))
+    assert dry.exit_code == 0, dry.output
+    assert _changed_lines(dry.stdout) == [ONE_LINE_OLD, ONE_LINE_NEW]
+    assert snapshot(site) == pristine, "--dry-run wrote something"
+
+    applied = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert applied.exit_code == 0, applied.output
+    report = _json(applied)
+    assert (report["state"], report["changed"], report["match"]) == ("patched", True, "exact")
+    assert _changed_lines(str(report["diff"])) == [ONE_LINE_OLD, ONE_LINE_NEW]
+
+    graph = torch_dir / "_inductor" / "graph.py"
+    old, new = pristine["torch/_inductor/graph.py"][0], graph.read_bytes()
+    assert new == old.replace(b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),")
+    compile(new, str(graph), "exec", dont_inherit=True)
+    dist_info = f"torch-{version}.dist-info"
+    assert changed_files(pristine, snapshot(site)) == {
+        "torch/_inductor/graph.py",
+        f"{dist_info}/RECORD",
+        f"{dist_info}/torch_lazylog.json",
+    }
+
+    record = (site / dist_info / "RECORD").read_text()
+    assert f"{dist_info}/torch_lazylog.json,," in record
+    graph_rows = [row for row in record.splitlines() if row.startswith("torch/_inductor/graph.py,")]
+    assert graph_rows == [f"torch/_inductor/graph.py,{_record_hash(new)},{len(new)}"]
+
+    after = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert after.exit_code == 0, after.output
+    assert _json(after)["state"] == "patched"
+
+    patched = snapshot(site)
+    again = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert again.exit_code == 0, again.output
+    assert _json(again)["changed"] is False
+    assert snapshot(site) == patched
+
+    reverted = run("revert", "--torch-dir", str(torch_dir), "--json")
+    assert reverted.exit_code == 0, reverted.output
+    assert _json(reverted)["changed"] is True
+    assert snapshot(site) == pristine, "revert is not byte-for-byte (content, mode, mtime)"
+
+    final = run("verify", "--torch-dir", str(torch_dir))
+    assert final.exit_code == 1, final.output
+
+    nothing = run("revert", "--torch-dir", str(torch_dir), "--json")
+    assert nothing.exit_code == 0 and _json(nothing)["changed"] is False
+    assert snapshot(site) == pristine
+
+
+@pytest.mark.parametrize("version", realdata.NATIVE_RELEASES)
+def test_native_release_needs_nothing(version: str, release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+    torch_dir = release(version)
+    pristine = snapshot(torch_dir.parent)
+    for command in ("verify", "apply", "revert"):
+        result = run(command, "--torch-dir", str(torch_dir), "--json")
+        assert result.exit_code == 0, result.output
+        report = _json(result)
+        assert (report["state"], report["changed"], report["release"]) == ("native", False, version)
+    assert snapshot(torch_dir.parent) == pristine
+
+
+def test_notes_anchor_matches_the_real_2_10_file() -> None:
+    """The field notes' hash of pristine 2.10.0 graph.py, against the downloaded wheel."""
+    from tests.conftest import need
+
+    source = need(lambda: realdata.graph_source("2.10.0"))
+    assert isinstance(source, bytes)
+    assert sha256(source).startswith(realdata.GRAPH_SHA256_2_10_0_PREFIX)
+
+
+def _record_hash(data: bytes) -> str:
+    import base64
+    import hashlib
+
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
