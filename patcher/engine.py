@@ -81,6 +81,7 @@ class Known:
     release: Release | None
     match: Literal["exact", "site"] | None
     reason: str = ""
+    diff: str = ""
 
 
 def _base(version: str | None) -> str:
@@ -93,32 +94,32 @@ def _nearest(rows: list[Release], torch_version: str | None) -> Release:
 
 
 def _site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None) -> str:
-    known = {r.site if form == "eager" else (r.patched_site or r.site): r for r in spec.releases.rows}
-    scored = [
-        (
-            difflib.SequenceMatcher(None, spec.releases.site_code[fp], code).ratio(),
-            version_key(r.version),
-            fp,
-            r,
-        )
-        for fp, r in known.items()
-        if fp in spec.releases.site_code
-    ]
-    if not scored:
+    """A short diff of this branch against the most similar known one."""
+    by_site: dict[str, list[Release]] = {}
+    for row in spec.releases.rows:
+        fingerprint = row.site if form == "eager" or row.state == "native" else row.patched_site
+        if fingerprint in spec.releases.site_code:
+            by_site.setdefault(fingerprint, []).append(row)
+    if not by_site:
         return ""
+    scored = []
+    for fingerprint, rows in by_site.items():
+        row = _nearest(rows, torch_version)
+        ratio = difflib.SequenceMatcher(None, spec.releases.site_code[fingerprint], code).ratio()
+        scored.append((ratio, row.version == _base(torch_version), version_key(row.version), fingerprint, row))
     *_, fingerprint, row = max(scored)
     lines = list(
         difflib.unified_diff(
             spec.releases.site_code[fingerprint].splitlines(),
             code.splitlines(),
-            f"torch {row.version}",
+            f"torch {row.version} (nearest release)",
             f"torch {torch_version or '(installed)'}",
             n=1,
             lineterm="",
         )
     )
     shown = lines[:24] + (["..."] if len(lines) > 24 else [])
-    return f" The branch differs from the nearest release, {row.version}:\n" + "\n".join(shown)
+    return f"The branch differs from the nearest release, {row.version}:\n" + "\n".join(shown)
 
 
 def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known:
@@ -131,8 +132,8 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
         return Known("unknown", None, None, site.reason)
     state, rows = spec.releases.by_site(site.fingerprint, site.form)
     if not rows:
-        reason = "its implicit-fallback branch matches no known release."
-        return Known("unknown", None, None, reason + _site_diff(spec, site.code, site.form, torch_version))
+        reason = "its implicit-fallback branch matches no known release"
+        return Known("unknown", None, None, reason, _site_diff(spec, site.code, site.form, torch_version))
     return Known(state, _nearest(rows, torch_version), "site")  # type: ignore[arg-type]
 
 
@@ -149,6 +150,7 @@ def _unknown(target: Target, spec: PatchSpec, known: Known) -> LazylogError:
         f"at {target.torch_dir} whose graph.py is not one torch-lazylog knows: {known.reason.rstrip('.')}. "
         f"{_supported(spec)}. Nothing was written. If this is a vendor build, compare its branch with the "
         "nearest release and add its fingerprint to patches/ with `torch-lazylog fingerprint`."
+        + (f"\n{known.diff}" if known.diff else "")
     )
 
 
