@@ -106,7 +106,9 @@ def _site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None)
     for fingerprint, rows in by_site.items():
         row = _nearest(rows, torch_version)
         ratio = difflib.SequenceMatcher(None, spec.releases.site_code[fingerprint], code).ratio()
-        scored.append((ratio, row.version == _base(torch_version), version_key(row.version), fingerprint, row))
+        scored.append(
+            (ratio, row.version == _base(torch_version), version_key(row.version), fingerprint, row)
+        )
     *_, fingerprint, row = max(scored)
     lines = list(
         difflib.unified_diff(

@@ -64,6 +64,8 @@ def _no_ambient_failpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-def changed_files(before: dict[str, tuple[bytes, int, int]], after: dict[str, tuple[bytes, int, int]]) -> set[str]:
+def changed_files(
+    before: dict[str, tuple[bytes, int, int]], after: dict[str, tuple[bytes, int, int]]
+) -> set[str]:
     keys = set(before) | set(after)
     return {k for k in keys if before.get(k) != after.get(k)}

@@ -17,7 +17,19 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-EAGER_RELEASES = ["2.4.1", "2.5.1", "2.6.0", "2.7.1", "2.8.0", "2.9.0", "2.9.1", "2.10.0", "2.11.0", "2.12.0", "2.12.1"]
+EAGER_RELEASES = [
+    "2.4.1",
+    "2.5.1",
+    "2.6.0",
+    "2.7.1",
+    "2.8.0",
+    "2.9.0",
+    "2.9.1",
+    "2.10.0",
+    "2.11.0",
+    "2.12.0",
+    "2.12.1",
+]
 NATIVE_RELEASES = ["2.13.0", "2.14.1", "2.15.0"]
 ALL_RELEASES = EAGER_RELEASES + NATIVE_RELEASES
 # From the field notes (NOTES.md), independent of this project's own tables.
@@ -132,6 +144,8 @@ def torch_venv(version: str) -> Path:
             done = subprocess.run(step, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 shutil.rmtree(venv, ignore_errors=True)
-                raise Unavailable(f"could not build a venv with torch {version}: {done.stderr.strip()[-400:]}")
+                raise Unavailable(
+                    f"could not build a venv with torch {version}: {done.stderr.strip()[-400:]}"
+                )
         (venv / ".ready").touch()
         return venv

@@ -23,9 +23,15 @@ def _edit(path: Path, old: bytes, new: bytes, count: int = 1) -> None:
 def _vendorize(torch_dir: Path) -> None:
     """What a ROCm fork looks like: another version string and unrelated edits elsewhere in graph.py."""
     version = torch_dir / "version.py"
-    version.write_text(version.read_text().replace("__version__ = '2.10.0'", f"__version__ = '{ROCM_VERSION}'"))
+    version.write_text(
+        version.read_text().replace("__version__ = '2.10.0'", f"__version__ = '{ROCM_VERSION}'")
+    )
     graph = torch_dir / "_inductor" / "graph.py"
-    _edit(graph, b"# Note: [Input Alignment handling in Inductor]", b"# Note: [Input Alignment handling in Inductor] (ROCm)")
+    _edit(
+        graph,
+        b"# Note: [Input Alignment handling in Inductor]",
+        b"# Note: [Input Alignment handling in Inductor] (ROCm)",
+    )
     graph.write_bytes(graph.read_bytes() + b"\n\ndef _rocm_helper() -> int:\n    return 42\n")
 
 
@@ -59,7 +65,12 @@ DRIFTS = [
         "the log call differs",
         id="extra-argument",
     ),
-    pytest.param(b'"Creating implicit fallback for:\\n%s"', b'"Creating fallback for:\\n%s"', "the log call differs", id="log-text"),
+    pytest.param(
+        b'"Creating implicit fallback for:\\n%s"',
+        b'"Creating fallback for:\\n%s"',
+        "the log call differs",
+        id="log-text",
+    ),
     pytest.param(
         b"def call_function(self, target: Callable, args: Any, kwargs: dict[str, Any])",
         b"def call_function_inner(self, target: Callable, args: Any, kwargs: dict[str, Any])",

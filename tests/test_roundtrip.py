@@ -22,15 +22,13 @@ def _json(result: Result) -> dict[str, object]:
 
 
 def _changed_lines(diff: str) -> list[str]:
-    return [
-        line
-        for line in diff.splitlines()
-        if line[:1] in "+-" and not line.startswith(("+++", "---"))
-    ]
+    return [line for line in diff.splitlines() if line[:1] in "+-" and not line.startswith(("+++", "---"))]
 
 
 @pytest.mark.parametrize("version", realdata.EAGER_RELEASES)
-def test_eager_release_round_trip(version: str, release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+def test_eager_release_round_trip(
+    version: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
     torch_dir = release(version)
     site = torch_dir.parent
     pristine = snapshot(site)
@@ -53,7 +51,9 @@ def test_eager_release_round_trip(version: str, release: Callable[[str], Path], 
 
     graph = torch_dir / "_inductor" / "graph.py"
     old, new = pristine["torch/_inductor/graph.py"][0], graph.read_bytes()
-    assert new == old.replace(b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),")
+    assert new == old.replace(
+        b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),"
+    )
     compile(new, str(graph), "exec", dont_inherit=True)
     dist_info = f"torch-{version}.dist-info"
     assert changed_files(pristine, snapshot(site)) == {
@@ -91,7 +91,9 @@ def test_eager_release_round_trip(version: str, release: Callable[[str], Path], 
 
 
 @pytest.mark.parametrize("version", realdata.NATIVE_RELEASES)
-def test_native_release_needs_nothing(version: str, release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+def test_native_release_needs_nothing(
+    version: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
     torch_dir = release(version)
     pristine = snapshot(torch_dir.parent)
     for command in ("verify", "apply", "revert"):

@@ -13,7 +13,7 @@ SPEC = spec_module.load()
 EAGER = "error.operator_str(target, args, kwargs)"
 LAZY = "LazyString(error.operator_str, target, args, kwargs)"
 
-TEMPLATE = '''\
+TEMPLATE = """\
 from torch._logging import LazyString, trace_structured
 
 
@@ -33,7 +33,7 @@ class GraphLowering:
                     {arg},
                 )
                 make_fallback(target)
-'''
+"""
 
 
 def src(arg: str = EAGER, template: str = TEMPLATE) -> bytes:
@@ -57,8 +57,10 @@ def lazy(source: bytes) -> bytes:
         ),
         pytest.param(src(EAGER + ",  # why"), lazy(src(EAGER + ",  # why")), id="comment-kept"),
         pytest.param(
-            b"# -*- coding: latin-1 -*-\n" + src().replace(b"class GraphLowering:", b"class GraphLowering:  # \xe9"),
-            b"# -*- coding: latin-1 -*-\n" + src(LAZY).replace(b"class GraphLowering:", b"class GraphLowering:  # \xe9"),
+            b"# -*- coding: latin-1 -*-\n"
+            + src().replace(b"class GraphLowering:", b"class GraphLowering:  # \xe9"),
+            b"# -*- coding: latin-1 -*-\n"
+            + src(LAZY).replace(b"class GraphLowering:", b"class GraphLowering:  # \xe9"),
             id="latin-1-declared",
         ),
         pytest.param(
@@ -106,14 +108,38 @@ def test_rewrite_back_to_eager_is_the_inverse() -> None:
     [
         pytest.param(src("error.operator_str(target, args)"), "not in graph.py", id="other-arguments"),
         pytest.param(src(EAGER + ", extra"), "log call differs", id="extra-argument"),
-        pytest.param(src().replace(b"Creating implicit", b"Making implicit"), "log call differs", id="other-text"),
+        pytest.param(
+            src().replace(b"Creating implicit", b"Making implicit"), "log call differs", id="other-text"
+        ),
         pytest.param(src().replace(b"log.info(", b"log.warning("), "log call differs", id="other-level"),
-        pytest.param(src().replace(b"def call_function", b"def call_function_impl"), "expected `GraphLowering.call_function`", id="moved-out"),
-        pytest.param(src().replace(b"class GraphLowering", b"class OtherLowering"), "expected `GraphLowering.call_function`", id="other-class"),
-        pytest.param(src().replace(b"LazyString, trace_structured", b"trace_structured"), "does not import `LazyString`", id="no-import"),
-        pytest.param(src().replace(b"LazyString, trace_structured", b"LazyString as LS"), "does not import `LazyString`", id="import-renamed"),
-        pytest.param(src() + b"\n\ndef other():\n    x(" + EAGER.encode() + b")\n", "occurs 2 times", id="twice"),
-        pytest.param(src().replace(b"make_fallback(target)\n", b"make_fallback(target\n", 1), "not valid Python", id="syntax-error"),
+        pytest.param(
+            src().replace(b"def call_function", b"def call_function_impl"),
+            "expected `GraphLowering.call_function`",
+            id="moved-out",
+        ),
+        pytest.param(
+            src().replace(b"class GraphLowering", b"class OtherLowering"),
+            "expected `GraphLowering.call_function`",
+            id="other-class",
+        ),
+        pytest.param(
+            src().replace(b"LazyString, trace_structured", b"trace_structured"),
+            "does not import `LazyString`",
+            id="no-import",
+        ),
+        pytest.param(
+            src().replace(b"LazyString, trace_structured", b"LazyString as LS"),
+            "does not import `LazyString`",
+            id="import-renamed",
+        ),
+        pytest.param(
+            src() + b"\n\ndef other():\n    x(" + EAGER.encode() + b")\n", "occurs 2 times", id="twice"
+        ),
+        pytest.param(
+            src().replace(b"make_fallback(target)\n", b"make_fallback(target\n", 1),
+            "not valid Python",
+            id="syntax-error",
+        ),
         pytest.param(src().replace(b"# ", b"# \xff") + b"# \xff\n", "not valid text", id="not-utf-8"),
         pytest.param(b"return 1\n" + src(), "not valid Python", id="parses-but-does-not-compile"),
     ],
@@ -126,8 +152,12 @@ def test_rewrite_refused(source: bytes, why: str) -> None:
 
 def test_site_fingerprint_ignores_formatting_but_not_code() -> None:
     base = site_of(src(), SPEC)
-    reformatted = site_of(src().replace(b"get_decompositions([target])", b"get_decompositions( [ target ] )  # c"), SPEC)
-    recoded = site_of(src().replace(b"get_decompositions([target])", b"get_decompositions([target, 1])"), SPEC)
+    reformatted = site_of(
+        src().replace(b"get_decompositions([target])", b"get_decompositions( [ target ] )  # c"), SPEC
+    )
+    recoded = site_of(
+        src().replace(b"get_decompositions([target])", b"get_decompositions([target, 1])"), SPEC
+    )
     assert not isinstance(base, Refused)
     assert not isinstance(reformatted, Refused)
     assert not isinstance(recoded, Refused)

@@ -1,0 +1,166 @@
+"""The command-line contract: options, exit codes, JSON, messages, locating torch without importing it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+import patcher
+from tests.conftest import snapshot
+
+REQUIRED_JSON = {"state", "changed", "torch_version", "torch_dir", "message"}
+
+
+def test_version(run: Callable[..., Result]) -> None:
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.stdout.strip() == f"torch-lazylog, version {patcher.__version__}"
+
+
+@pytest.mark.parametrize("command", ["apply", "verify", "revert"])
+def test_help_documents_every_option_and_exit_code(command: str, run: Callable[..., Result]) -> None:
+    result = run(command, "--help")
+    assert result.exit_code == 0
+    for option in ("--python", "--torch-dir", "--json", "--verbose"):
+        assert option in result.stdout
+    for code in ("0  success", "1  verify", "2  usage", "3  refused", "4  environment"):
+        assert code in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["apply", "--no-such-option"], ["frobnicate"], ["verify", "--python"], ["apply", "--dry-run=3"]],
+)
+def test_usage_errors_exit_2(args: list[str], run: Callable[..., Result]) -> None:
+    assert run(*args).exit_code == 2
+
+
+def test_python_m_patcher_is_the_same_cli() -> None:
+    done = subprocess.run([sys.executable, "-m", "patcher", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0
+    assert patcher.__version__ in done.stdout
+
+
+@pytest.mark.parametrize("command", ["apply", "verify", "revert"])
+def test_missing_torch_dir_is_an_environment_error(
+    command: str, tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    result = run(command, "--torch-dir", str(tmp_path / "nope"), "--json")
+    assert result.exit_code == 4
+    report = json.loads(result.stdout)
+    assert set(report) >= REQUIRED_JSON
+    assert report["state"] == "unknown" and report["changed"] is False
+    assert "--torch-dir" in report["message"]
+
+
+def test_unrunnable_python_is_an_environment_error(tmp_path: Path, run: Callable[..., Result]) -> None:
+    result = run("verify", "--python", str(tmp_path / "python3"))
+    assert result.exit_code == 4
+    assert "could not be run" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_verbose_shows_the_traceback(tmp_path: Path, run: Callable[..., Result]) -> None:
+    result = run("verify", "--verbose", "--python", str(tmp_path / "python3"))
+    assert result.exit_code == 4
+    assert "Traceback" in result.stderr
+
+
+def _venv_with(site_source: Path, tmp_path: Path) -> Path:
+    """A real venv (no pip, fast) whose site-packages holds the given release tree."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)})
+    for item in site_source.iterdir():
+        item.rename(Path(purelib) / item.name)
+    return venv
+
+
+def test_interpreter_without_torch_is_an_environment_error(
+    tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    venv = tmp_path / "empty"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    result = run("apply", "--python", str(venv / "bin" / "python"))
+    assert result.exit_code == 4
+    assert "found none" in result.stderr and "--python" in result.stderr
+
+
+def test_python_option_finds_torch_without_importing_it(
+    release: Callable[[str], Path], tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    # If anything imported this torch, it would fail loudly.
+    (torch_dir / "__init__.py").write_text("raise RuntimeError('torch was imported')\n")
+    venv = _venv_with(torch_dir.parent, tmp_path)
+    python = str(venv / "bin" / "python")
+    applied = run("apply", "--python", python, "--json")
+    assert applied.exit_code == 0, applied.output
+    report = json.loads(applied.stdout)
+    assert report["torch_dir"].startswith(str(venv))
+    assert (report["state"], report["torch_version"]) == ("patched", "2.10.0")
+    assert run("verify", "--python", python).exit_code == 0
+    assert run("revert", "--python", python).exit_code == 0
+
+
+def test_verify_is_static_and_does_not_parse_when_hashes_agree(
+    release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import libcst
+
+    torch_dir = release("2.11.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+
+    def no_parse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("verify parsed graph.py")
+
+    monkeypatch.setattr(libcst, "parse_module", no_parse)
+    result = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["state"] == "patched"
+
+
+def test_verify_never_writes(release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+    torch_dir = release("2.9.1")
+    before = snapshot(torch_dir.parent)
+    assert run("verify", "--torch-dir", str(torch_dir)).exit_code == 1
+    assert snapshot(torch_dir.parent) == before
+
+
+@pytest.mark.parametrize("command", ["apply", "verify", "revert"])
+def test_json_is_one_object_with_the_contract_fields(
+    command: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    result = run(command, "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(result.stdout)  # the whole of stdout is one object
+    assert set(report) >= REQUIRED_JSON
+    assert report["state"] in {"eager", "patched", "native", "unknown"}
+    assert isinstance(report["changed"], bool)
+    assert report["torch_version"] == "2.10.0"
+    assert report["torch_dir"] == str(torch_dir)
+    assert report["exit_code"] == result.exit_code
+
+
+def test_no_dist_info_keeps_the_record_beside_the_package(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    for item in torch_dir.parent.glob("torch-*.dist-info"):
+        shutil.rmtree(item)
+    pristine = snapshot(torch_dir.parent)
+    result = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == 0, result.output
+    undo = Path(json.loads(result.stdout)["undo_record"])
+    assert undo == torch_dir.parent / ".torch_lazylog.json" and undo.exists()
+    assert not [p for p in torch_dir.rglob("*") if "lazylog" in p.name]
+    assert run("revert", "--torch-dir", str(torch_dir)).exit_code == 0
+    assert snapshot(torch_dir.parent) == pristine
