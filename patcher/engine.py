@@ -16,11 +16,10 @@ from typing import Any, Literal
 
 from patcher import fsio, pyc
 from patcher.errors import ExitCode, LazylogError, environment, refused
-from patcher.fingerprint import record_hash, sha256, version_key
+from patcher.hashes import record_hash, sha256, version_key
 from patcher.locate import Target
 from patcher.record import FileChange, FileState, UndoRecord, has_row, record_edit, row_hash, undo_parse_error
 from patcher.spec import PatchSpec, Release
-from patcher.transform import Refused, Rewritten, rewrite, site_of
 
 State = Literal["eager", "patched", "native", "unknown"]
 
@@ -129,6 +128,8 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
     hit = spec.releases.by_sha256(sha256(source))
     if hit is not None:
         return Known(hit[0], _nearest(hit[1], torch_version), "exact")
+    from patcher.transform import Refused, site_of  # libcst: only when no hash is known
+
     site = site_of(source, spec)
     if isinstance(site, Refused):
         return Known("unknown", None, None, site.reason)
@@ -339,6 +340,8 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
             f"clean, reinstall torch (pip install --force-reinstall --no-deps torch=={_base(target.torch_version)}) "
             "and run apply again."
         )
+
+    from patcher.transform import Rewritten, rewrite
 
     outcome = rewrite(snap.graph, spec, to="lazy")
     if not isinstance(outcome, Rewritten):  # pragma: no cover - classify said eager and known

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from patcher.errors import refused
+from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release, Releases
 from patcher.transform import Refused, Rewritten, Unchanged, rewrite
 
 _WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def record_hash(data: bytes) -> str:
-    """The hash field of a RECORD row: `sha256=<urlsafe base64, no padding>`."""
-    digest = hashlib.sha256(data).digest()
-    return "sha256=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
-
-
-def version_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:3])
 
 
 def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:

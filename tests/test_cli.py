@@ -164,3 +164,19 @@ def test_no_dist_info_keeps_the_record_beside_the_package(
     assert not [p for p in torch_dir.rglob("*") if "lazylog" in p.name]
     assert run("revert", "--torch-dir", str(torch_dir)).exit_code == 0
     assert snapshot(torch_dir.parent) == pristine
+
+
+def test_verify_does_not_even_import_libcst_when_hashes_agree(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.12.1")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "patcher", "verify", "--torch-dir", str(torch_dir)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "click" in imported
+    assert "libcst" not in imported and "torch" not in imported
