@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from patcher import fsio, pyc
 from patcher.errors import ExitCode, LazylogError, environment, refused
@@ -20,6 +20,9 @@ from patcher.hashes import record_hash, sha256, version_key
 from patcher.locate import Target
 from patcher.record import FileChange, FileState, UndoRecord, has_row, record_edit, row_hash, undo_parse_error
 from patcher.spec import PatchSpec, Release
+
+if TYPE_CHECKING:
+    from patcher.transform import Rewritten, Site
 
 State = Literal["eager", "patched", "native", "unknown"]
 
@@ -125,19 +128,43 @@ def _site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None)
 
 def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known:
     """What this graph.py is: by its hash when known (no parse), else by its site fingerprint."""
-    hit = spec.releases.by_sha256(sha256(source))
+    hit = _by_hash(source, spec, torch_version)
     if hit is not None:
-        return Known(hit[0], _nearest(hit[1], torch_version), "exact")
+        return hit
     from patcher.transform import Refused, site_of  # libcst: only when no hash is known
 
     site = site_of(source, spec)
     if isinstance(site, Refused):
         return Known("unknown", None, None, site.reason)
+    return _by_site(site, spec, torch_version)
+
+
+def _by_hash(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known | None:
+    hit = spec.releases.by_sha256(sha256(source))
+    return None if hit is None else Known(hit[0], _nearest(hit[1], torch_version), "exact")
+
+
+def _by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     state, rows = spec.releases.by_site(site.fingerprint, site.form)
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, _site_diff(spec, site.code, site.form, torch_version))
     return Known(state, _nearest(rows, torch_version), "site")  # type: ignore[arg-type]
+
+
+def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:
+    """apply's whole decision, pure: what the file is, and the rewrite when it is a known eager one."""
+    hit = _by_hash(source, spec, torch_version)
+    if hit is not None and hit.state != "eager":
+        return hit, None
+    from patcher.transform import Refused, Rewritten, rewrite
+
+    outcome = rewrite(source, spec, to="lazy")
+    if isinstance(outcome, Refused):
+        return Known("unknown", None, None, outcome.reason), None
+    site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
+    known = hit or _by_site(site, spec, torch_version)
+    return known, (outcome if isinstance(outcome, Rewritten) and known.state == "eager" else None)
 
 
 def _supported(spec: PatchSpec) -> str:
@@ -261,8 +288,8 @@ def _pyc_steps(target: Target, pycs: list[pyc.Pyc], source: bytes, mtime_ns: int
         datas, _ = pyc.compile_for(target.interpreter, own, source, target.graph, mtime_ns)
         for item, data in zip(own, datas, strict=True):
             mode, uid, gid = _stat_like(item.path)
-            steps.append(fsio.Write(item.path, data, mode, uid, gid, label="pyc"))
-    steps += [fsio.Remove(p.path, label="pyc") for p in others]
+            steps.append(fsio.Write(item.path, data, mode, uid, gid, label=f"pyc-{item.path.name}"))
+    steps += [fsio.Remove(p.path, label=f"pyc-{p.path.name}") for p in others]
     return steps
 
 
@@ -319,7 +346,7 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     if undo is not None and sha == undo.graph.after.sha256:
         return _apply_repair(target, spec, snap, cleanup, dry_run)
 
-    known = classify(snap.graph, spec, target.torch_version)
+    known, outcome = decide(snap.graph, spec, target.torch_version)
     stale_undo = undo is not None and sha != undo.graph.before.sha256
     report = _fill(Report("apply", known.state, False, ""), target, snap)
     report.release = known.release.version if known.release else None
@@ -341,11 +368,7 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
             "and run apply again."
         )
 
-    from patcher.transform import Rewritten, rewrite
-
-    outcome = rewrite(snap.graph, spec, to="lazy")
-    if not isinstance(outcome, Rewritten):  # pragma: no cover - classify said eager and known
-        raise _unknown(target, spec, Known("unknown", None, None, getattr(outcome, "reason", "no change")))
+    assert outcome is not None, "decide() rewrites every known eager file"
     new = outcome.source
     assert known.release is not None and known.match is not None
     record_change = None

@@ -10,7 +10,7 @@ from pathlib import Path
 from patcher.errors import refused
 from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release, Releases
-from patcher.transform import Refused, Rewritten, Unchanged, rewrite
+from patcher.transform import Refused, Rewritten, Unchanged, rewrite, site_of
 
 _WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
 
@@ -31,6 +31,8 @@ def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, 
         row = Release(version, "native", sha256(source), len(source), outcome.site.fingerprint)
         return row, {outcome.site.fingerprint: outcome.site.code}
     assert isinstance(outcome, Rewritten)
+    after = site_of(outcome.source, spec)
+    assert not isinstance(after, Refused), after
     row = Release(
         version=version,
         state="eager",
@@ -39,11 +41,11 @@ def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, 
         site=outcome.before.fingerprint,
         patched_sha256=sha256(outcome.source),
         patched_size=len(outcome.source),
-        patched_site=outcome.after.fingerprint,
+        patched_site=after.fingerprint,
     )
     return row, {
         outcome.before.fingerprint: outcome.before.code,
-        outcome.after.fingerprint: outcome.after.code,
+        after.fingerprint: after.code,
     }
 
 

@@ -25,7 +25,7 @@ TRACE_ENV = "TORCH_LAZYLOG_TRACE"
 
 
 def failpoint(name: str) -> None:
-    """Test hook: TORCH_LAZYLOG_FAILPOINT=name[:kill|:enospc] fails here; TRACE lists names reached."""
+    """Test hook: TORCH_LAZYLOG_FAILPOINT=name[@kill|@enospc] fails here; TRACE lists names reached."""
     trace = os.environ.get(TRACE_ENV)
     if trace:
         with open(trace, "a", encoding="utf-8") as handle:
@@ -33,7 +33,7 @@ def failpoint(name: str) -> None:
     wanted = os.environ.get(FAILPOINT_ENV)
     if not wanted:
         return
-    point, _, action = wanted.partition(":")
+    point, _, action = wanted.partition("@")
     if point != name:
         return
     if action == "kill":

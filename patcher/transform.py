@@ -81,7 +81,6 @@ class Rewritten:
     source: bytes
     edit: Edit
     before: Site
-    after: Site
 
 
 @dataclass(frozen=True)
@@ -115,6 +114,7 @@ class _SiteFinder(cst.CSTVisitor):
             ("eager", canonical(eager), canonical(_callee(eager))),
             ("lazy", canonical(lazy), canonical(_callee(lazy))),
         ]
+        self._last_names = {_last_name(_callee(eager)), _last_name(_callee(lazy))}
         self._scope: list[str] = []
         self._branches: list[cst.If] = []
         self._calls: list[cst.Call] = []
@@ -145,9 +145,9 @@ class _SiteFinder(cst.CSTVisitor):
         self._calls.pop()
 
     def visit_Arg(self, node: cst.Arg) -> None:
-        if not isinstance(node.value, cst.Call):
-            return
-        callee = canonical(node.value.func)  # cheap filter before the whole expression
+        if not isinstance(node.value, cst.Call) or _last_name(node.value.func) not in self._last_names:
+            return  # the cheap filter: most arguments are not calls of operator_str or LazyString
+        callee = canonical(node.value.func)
         for form, whole, wanted_callee in self._forms:
             if callee == wanted_callee and canonical(node.value) == whole:
                 self.found.append(
@@ -159,6 +159,12 @@ class _SiteFinder(cst.CSTVisitor):
                         branch=self._branches[-1] if self._branches else None,
                     )
                 )
+
+
+def _last_name(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else None
 
 
 def _callee(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -265,9 +271,7 @@ def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy") -> Outcome:
         compile(new_source, "graph.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:  # pragma: no cover - replacing an expression by an expression
         return Refused(f"the rewritten graph.py would not compile ({exc})")
-    relocated = find_site(new_module, spec)
-    assert not isinstance(relocated, Refused), relocated
-    return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site, after=relocated[0])
+    return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
 
 
 def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
