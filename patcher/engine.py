@@ -341,10 +341,11 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     snap = read_snapshot(target, spec)
     sha = sha256(snap.graph)
     undo = snap.undo
-    cleanup: list[fsio.Step] = [fsio.Remove(p, label="leftover") for p in snap.leftovers]
+    if not dry_run:
+        fsio.remove_leftovers(snap.leftovers)  # temp files of a killed run: ours, never committed
 
     if undo is not None and sha == undo.graph.after.sha256:
-        return _apply_repair(target, spec, snap, cleanup, dry_run)
+        return _apply_repair(target, spec, snap, dry_run)
 
     known, outcome = decide(snap.graph, spec, target.torch_version)
     stale_undo = undo is not None and sha != undo.graph.before.sha256
@@ -412,7 +413,6 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     _check_writable(target, snap)
     mtime_ns = time.time_ns()
     steps = [
-        *cleanup,
         _write(target.undo_path, undo_new.to_bytes(), "undo", like=target.dist_info and target.record_file),
         fsio.Write(
             target.graph,
@@ -440,16 +440,14 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     return report
 
 
-def _apply_repair(
-    target: Target, spec: PatchSpec, snap: Snapshot, cleanup: list[fsio.Step], dry_run: bool
-) -> Report:
+def _apply_repair(target: Target, spec: PatchSpec, snap: Snapshot, dry_run: bool) -> Report:
     """graph.py is patched and recorded; finish whatever an interrupted run left undone."""
     undo = snap.undo
     assert undo is not None
     report = _fill(Report("apply", "patched", False, ""), target, snap)
     report.release, report.match = undo.release, undo.match
-    steps: list[fsio.Step] = list(cleanup)
-    fixed = [f"removed {len(cleanup)} leftover temp file(s)"] if cleanup else []
+    steps: list[fsio.Step] = []
+    fixed = []
     if (
         snap.record is not None
         and undo.record is not None
@@ -513,7 +511,8 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
     snap = read_snapshot(target, spec)
     sha = sha256(snap.graph)
     undo = snap.undo
-    steps: list[fsio.Step] = [fsio.Remove(p, label="leftover") for p in snap.leftovers]
+    fsio.remove_leftovers(snap.leftovers)  # temp files of a killed run: ours, never committed
+    steps: list[fsio.Step] = []
     report = _fill(Report("revert", "eager", False, ""), target, snap)
 
     if undo is None:
@@ -529,9 +528,6 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
                 "none, so the original bytes cannot be restored exactly. Nothing was written. Reinstall torch "
                 f"(pip install --force-reinstall --no-deps torch=={_base(target.torch_version)}) to get them back."
             )
-        if steps:
-            _check_writable(target, snap)
-            fsio.run(steps, "revert")
         report.message = (
             f"Nothing to revert: graph.py of torch {target.torch_version} is not patched{_describe(known)}."
         )
