@@ -14,6 +14,9 @@ from patcher.errors import environment, refused
 
 UNDO_VERSION = 1
 TOOL = "torch-lazylog"
+_REINSTALL = (
+    "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps torch==<version>)."
+)
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -137,7 +140,7 @@ def _rows(record: bytes) -> list[tuple[int, bytes, str]]:
         text = record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise environment(
-            f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason})."
+            f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason}). {_REINSTALL}"
         ) from exc
     rows = []
     offset = 0
@@ -146,7 +149,9 @@ def _rows(record: bytes) -> list[tuple[int, bytes, str]]:
         try:
             fields = next(csv.reader([line.rstrip("\r\n")]), [])
         except csv.Error as exc:
-            raise environment(f"Expected torch's RECORD to be CSV, found a malformed row ({exc}).") from exc
+            raise environment(
+                f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
+            ) from exc
         rows.append((offset, encoded, fields[0] if fields else ""))
         offset += len(encoded)
     return rows
@@ -167,8 +172,7 @@ def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str |
     matches = [(offset, line) for offset, line, first in _rows(record) if first == path]
     if len(matches) != 1:
         raise environment(
-            f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. "
-            "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps torch==<version>)."
+            f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. " + _REINSTALL
         )
     offset, line = matches[0]
     terminator = line[len(line.rstrip(b"\r\n")) :]

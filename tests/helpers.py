@@ -38,7 +38,9 @@ print(json.dumps({"flags": flags, "magic_ok": ok_header, "fresh": fresh, "same_c
 """
 
 
-def make_pyc(source: Path, mode: str, optimize: int, python: str = sys.executable, env: dict[str, str] | None = None) -> Path:
+def make_pyc(
+    source: Path, mode: str, optimize: int, python: str = sys.executable, env: dict[str, str] | None = None
+) -> Path:
     done = subprocess.run(
         [python, "-c", _MAKE_PYC, str(source), MODES[mode], str(optimize)],
         capture_output=True,
@@ -52,18 +54,27 @@ def make_pyc(source: Path, mode: str, optimize: int, python: str = sys.executabl
 def check_pyc(pyc: Path, source: Path, optimize: int, python: str = sys.executable) -> dict[str, object]:
     """What the interpreter that owns this pyc sees: its mode flags, and whether it runs `source`."""
     done = subprocess.run(
-        [python, "-c", _CHECK_PYC, str(pyc), str(source), str(optimize)], capture_output=True, text=True, check=True
+        [python, "-c", _CHECK_PYC, str(pyc), str(source), str(optimize)],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     result: dict[str, object] = json.loads(done.stdout)
     return result
 
 
-def tool(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def tool(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """torch-lazylog in its own process (for kills and races)."""
     full_env = dict(os.environ)
     full_env.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "patcher", *args], capture_output=True, text=True, env=full_env, timeout=timeout
+        [sys.executable, "-m", "patcher", *args],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
     )
 
 

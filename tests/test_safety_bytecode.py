@@ -33,7 +33,10 @@ def _other_python(minor: str) -> str:
 def _assert_fresh(pycs: dict[int, Path], graph: Path, mode: str, python: str = sys.executable) -> None:
     for optimize, path in pycs.items():
         seen = check_pyc(path, graph, optimize, python)
-        assert seen == {"flags": FLAGS[mode], "magic_ok": True, "fresh": True, "same_code": True}, (path, seen)
+        assert seen == {"flags": FLAGS[mode], "magic_ok": True, "fresh": True, "same_code": True}, (
+            path,
+            seen,
+        )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -77,7 +80,9 @@ def test_a_stale_unchecked_pyc_fails_verify_and_apply_repairs_it(
     assert run("verify", "--torch-dir", str(torch_dir)).exit_code == 0
 
 
-def test_another_interpreters_pyc_is_removed(release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+def test_another_interpreters_pyc_is_removed(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
     python312 = _other_python("3.12")
     graph = release("2.10.0") / "_inductor" / "graph.py"
     foreign = make_pyc(graph, "unchecked-hash", 0, python=python312)
@@ -88,7 +93,9 @@ def test_another_interpreters_pyc_is_removed(release: Callable[[str], Path], run
     _assert_fresh({0: own}, graph, "timestamp")
 
 
-def test_the_given_interpreter_rebuilds_its_own_pyc(release: Callable[[str], Path], run: Callable[..., Result]) -> None:
+def test_the_given_interpreter_rebuilds_its_own_pyc(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
     python312 = _other_python("3.12")
     graph = release("2.10.0") / "_inductor" / "graph.py"
     torch_dir = graph.parent.parent
@@ -102,7 +109,10 @@ def test_the_given_interpreter_rebuilds_its_own_pyc(release: Callable[[str], Pat
 
 
 def test_pycache_prefix_is_honoured(
-    release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    release: Callable[[str], Path],
+    run: Callable[..., Result],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     graph = release("2.10.0") / "_inductor" / "graph.py"
     prefix = tmp_path / "pycache-prefix"

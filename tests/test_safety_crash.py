@@ -68,7 +68,11 @@ def test_every_write_step_is_traced(traces: dict[str, list[str]]) -> None:
 @pytest.mark.parametrize("action", ["exception", "kill"])
 @pytest.mark.parametrize("command", ["apply", "revert"])
 def test_crash_at_every_step_recovers(
-    command: str, action: str, traces: dict[str, list[str]], tmp_path: Path, run: Callable[..., Result],
+    command: str,
+    action: str,
+    traces: dict[str, list[str]],
+    tmp_path: Path,
+    run: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     points = traces[command]
@@ -92,7 +96,9 @@ def test_crash_at_every_step_recovers(
             assert "injected failure" in failed.stderr
             assert not list(site.rglob(TEMP)), f"{point}: temp file left after a caught failure"
         else:
-            died = tool(command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_FAILPOINT": f"{point}@kill"})
+            died = tool(
+                command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_FAILPOINT": f"{point}@kill"}
+            )
             assert died.returncode == -signal.SIGKILL, (point, died.stderr)
 
         now = sha256(graph.read_bytes())

@@ -1,0 +1,271 @@
+"""Permissions, disk space, broken records, edited files, odd encodings, reproducibility."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from tests.conftest import snapshot
+
+COMMANDS = ("apply", "verify", "revert")
+
+
+def _dist_info(torch_dir: Path) -> Path:
+    return next(torch_dir.parent.glob("torch-*.dist-info"))
+
+
+@pytest.fixture
+def restore_modes() -> Iterator[list[Path]]:
+    """Paths whose mode a test drops; made writable again so tmp_path can be cleaned."""
+    paths: list[Path] = []
+    yield paths
+    for path in paths:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+
+
+def _read_only(path: Path, keep: list[Path]) -> None:
+    keep.append(path)
+    path.chmod(path.stat().st_mode & ~0o222)
+
+
+@pytest.mark.parametrize(
+    "which",
+    ["site-packages", "_inductor", "graph.py", "dist-info", "RECORD"],
+)
+def test_read_only_parts_are_an_environment_error(
+    which: str, release: Callable[[str], Path], run: Callable[..., Result], restore_modes: list[Path]
+) -> None:
+    torch_dir = release("2.10.0")
+    site = torch_dir.parent
+    targets = {
+        "site-packages": [p for p in [site, *site.rglob("*")] if not p.is_symlink()],
+        "_inductor": [torch_dir / "_inductor"],
+        "graph.py": [torch_dir / "_inductor" / "graph.py"],
+        "dist-info": [_dist_info(torch_dir)],
+        "RECORD": [_dist_info(torch_dir) / "RECORD"],
+    }[which]
+    for path in targets:
+        _read_only(path, restore_modes)
+    before = snapshot(site)
+    result = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == 4, result.output
+    assert "read-only" in json.loads(result.stdout)["message"]
+    assert snapshot(site) == before
+
+
+@pytest.mark.parametrize("point", ["written:undo", "written:graph", "fsynced:RECORD"])
+def test_disk_full_changes_nothing(
+    point: str, release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    torch_dir = release("2.10.0")
+    before = snapshot(torch_dir.parent)
+    monkeypatch.setenv("TORCH_LAZYLOG_FAILPOINT", f"{point}@enospc")
+    result = run("apply", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 4
+    assert "No space left on device" in result.stderr and "Nothing was changed" in result.stderr
+    assert snapshot(torch_dir.parent) == before
+
+
+def _undo(torch_dir: Path) -> Path:
+    return _dist_info(torch_dir) / "torch_lazylog.json"
+
+
+def _mangle(field: str) -> Callable[[dict[str, object]], object]:
+    def change(record: dict[str, object]) -> object:
+        graph = record["graph"]
+        assert isinstance(graph, dict)
+        if field == "version":
+            record["version"] = 2
+        elif field == "hashes":
+            graph["after"] = {"sha256": "0" * 64, "size": 112}
+            graph["before"] = {"sha256": "1" * 64, "size": 100}
+        elif field == "dotdot":
+            graph["path"] = "../../etc/passwd"
+        elif field == "absolute":
+            graph["path"] = "/etc/passwd"
+        elif field == "record-path":
+            record_change = record["record"]
+            assert isinstance(record_change, dict)
+            record_change["path"] = "../RECORD"
+        elif field == "edit-offset":
+            graph["edit"] = {"offset": -5, "old": "", "new": ""}
+        return record
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("damage", "codes"),
+    [
+        pytest.param(lambda raw: b"{not json", {"apply": 3, "verify": 3, "revert": 3}, id="invalid-json"),
+        pytest.param(lambda raw: b"\xff\xfe", {"apply": 3, "verify": 3, "revert": 3}, id="not-text"),
+        pytest.param(lambda raw: b"[]", {"apply": 3, "verify": 3, "revert": 3}, id="not-an-object"),
+        pytest.param("version", {"apply": 3, "verify": 3, "revert": 3}, id="unknown-version"),
+        pytest.param("hashes", {"apply": 3, "verify": 1, "revert": 3}, id="wrong-hashes"),
+        pytest.param("dotdot", {"apply": 3, "verify": 3, "revert": 3}, id="path-dotdot"),
+        pytest.param("absolute", {"apply": 3, "verify": 3, "revert": 3}, id="path-absolute"),
+        pytest.param("record-path", {"apply": 3, "verify": 3, "revert": 3}, id="record-path-elsewhere"),
+        pytest.param("edit-offset", {"apply": 3, "verify": 3, "revert": 3}, id="negative-offset"),
+    ],
+)
+def test_untrustworthy_undo_record_is_refused(
+    damage: object, codes: dict[str, int], release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    undo = _undo(torch_dir)
+    if callable(damage):
+        undo.write_bytes(damage(undo.read_bytes()))
+    else:
+        assert isinstance(damage, str)
+        undo.write_text(json.dumps(_mangle(damage)(json.loads(undo.read_text()))))
+    before = snapshot(torch_dir.parent)
+    for command in COMMANDS:
+        result = run(command, "--torch-dir", str(torch_dir))
+        assert result.exit_code == codes[command], (command, result.output)
+        assert "Traceback" not in result.output
+    assert snapshot(torch_dir.parent) == before, "a refused record steered a write"
+
+
+@pytest.mark.parametrize(
+    ("damage", "commands"),
+    [
+        pytest.param("missing", COMMANDS, id="missing"),
+        pytest.param("not-utf-8", ("apply",), id="not-utf-8"),
+        pytest.param("no-graph-row", ("apply",), id="no-graph-row"),
+        pytest.param("two-graph-rows", ("apply",), id="two-graph-rows"),
+    ],
+)
+def test_broken_record_is_an_environment_error(
+    damage: str, commands: tuple[str, ...], release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    record = _dist_info(torch_dir) / "RECORD"
+    rows = record.read_bytes().splitlines(keepends=True)
+    graph_row = [r for r in rows if r.startswith(b"torch/_inductor/graph.py,")]
+    if damage == "missing":
+        record.unlink()
+    elif damage == "not-utf-8":
+        record.write_bytes(record.read_bytes() + b"\xff\xfe,,\n")
+    elif damage == "no-graph-row":
+        record.write_bytes(b"".join(r for r in rows if r not in graph_row))
+    else:
+        record.write_bytes(b"".join(rows) + graph_row[0])
+    before = snapshot(torch_dir.parent)
+    for command in commands:
+        result = run(command, "--torch-dir", str(torch_dir))
+        assert result.exit_code == 4, (command, result.output)
+        assert "RECORD" in result.stderr and "reinstall torch" in result.stderr.lower()
+    assert snapshot(torch_dir.parent) == before
+
+
+def test_graph_edited_after_apply_is_refused_by_revert(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    graph = torch_dir / "_inductor" / "graph.py"
+    graph.write_bytes(graph.read_bytes() + b"# edited by hand\n")
+    before = snapshot(torch_dir.parent)
+    result = run("revert", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 3
+    assert "changed since apply" in result.stderr
+    assert snapshot(torch_dir.parent) == before
+
+
+def test_torch_reinstalled_over_a_patched_one(
+    release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path
+) -> None:
+    torch_dir = release("2.10.0")
+    site = torch_dir.parent
+    copy = tmp_path / "pristine-copy"
+    shutil.copytree(site, copy)
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    # A reinstall that rewrote graph.py and RECORD but left the undo record behind.
+    for rel in ("torch/_inductor/graph.py", f"{_dist_info(torch_dir).name}/RECORD"):
+        shutil.copy2(copy / rel, site / rel)
+
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(verify.stdout)
+    assert verify.exit_code == 1 and report["state"] == "eager"
+    assert any("undo record" in p for p in report["problems"])
+
+    result = run("revert", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == 0
+    assert "removed the undo record" in json.loads(result.stdout)["message"]
+    assert snapshot(site) == snapshot(copy)
+
+
+def test_torch_upgraded_in_place_leaves_a_stale_record(
+    release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path
+) -> None:
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    other = release("2.13.0")
+    shutil.copy2(other / "_inductor" / "graph.py", torch_dir / "_inductor" / "graph.py")
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert verify.exit_code == 1 and "stale" in json.loads(verify.stdout)["message"]
+    result = run("revert", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == 0 and "stale undo record" in json.loads(result.stdout)["message"]
+    assert not _undo(torch_dir).exists()
+
+
+@pytest.mark.parametrize(
+    ("encode", "code"),
+    [
+        pytest.param(lambda b: b.replace(b"\n", b"\r\n"), 0, id="crlf"),
+        pytest.param(lambda b: b"\xef\xbb\xbf" + b, 0, id="bom"),
+        pytest.param(
+            lambda b: b.replace(b"# Note: [Input Alignment", b"# Note: \xff[Input Alignment"),
+            3,
+            id="not-utf-8",
+        ),
+    ],
+)
+def test_encodings_of_the_real_file(
+    encode: Callable[[bytes], bytes], code: int, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    graph.write_bytes(encode(graph.read_bytes()))
+    original = graph.read_bytes()
+    result = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert result.exit_code == code, result.output
+    if code == 0:
+        report = json.loads(result.stdout)
+        assert (report["match"], report["release"]) == ("site", "2.10.0")
+        new = graph.read_bytes()
+        eol = b"\r\n" if b"\r\n" in original else b"\n"
+        old_line = b"                    error.operator_str(target, args, kwargs)," + eol
+        new_line = b"                    LazyString(error.operator_str, target, args, kwargs)," + eol
+        assert original.count(old_line) == 1
+        assert new == original.replace(old_line, new_line)
+        assert run("revert", "--torch-dir", str(torch_dir)).exit_code == 0
+    assert graph.read_bytes() == original
+
+
+def test_reproducible_bytes(
+    release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path
+) -> None:
+    first = release("2.10.0")
+    second = tmp_path / "twin"
+    shutil.copytree(first.parent, second)  # copy2: same bytes, modes and mtimes
+    for torch_dir in (first, second / "torch"):
+        assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    for rel in (
+        "torch/_inductor/graph.py",
+        "torch-2.10.0.dist-info/torch_lazylog.json",
+        "torch-2.10.0.dist-info/RECORD",
+    ):
+        assert (first.parent / rel).read_bytes() == (second / rel).read_bytes(), rel
+    assert (
+        os.stat(first / "_inductor" / "graph.py").st_mode
+        == os.stat(second / "torch" / "_inductor" / "graph.py").st_mode
+    )
