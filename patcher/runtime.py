@@ -97,10 +97,18 @@ try:
     if "filtered" in params["phases"]:
         phase = "filtered"
         logger.setLevel(logging.WARNING)
-        seconds, same = compile_and_run(params["depth"], "f")
-        calls = len(calls_for("f"))
+        if params.get("warmup"):
+            compile_and_run(1, "w")  # first-compile costs (imports, caches) out of the timed runs
+        runs = []
+        for index in range(params.get("repeat", 1)):
+            tag = "f%d" % index
+            seconds, same = compile_and_run(params["depth"], tag)
+            runs.append({"seconds": seconds, "calls": len(calls_for(tag)), "correct": bool(same)})
+        calls = sum(r["calls"] for r in runs)
+        same = all(r["correct"] for r in runs)
+        out["runs"] = runs
         out["calls"]["filtered"] = calls
-        out["compile_s"]["filtered"] = seconds
+        out["compile_s"]["filtered"] = runs[0]["seconds"]
         check("compiled_result_correct", same, "compiled output %s the eager output" % ("matches" if same else "differs from"))
         check("not_formatted_when_filtered", calls == 0,
               "operator_str called %d time(s) with the graph logger at WARNING (depth %d)" % (calls, params["depth"]))
@@ -158,6 +166,8 @@ def probe(
     depth: int = DEFAULT_DEPTH,
     phases: tuple[str, ...] = PHASES,
     limit: bool = False,
+    repeat: int = 1,
+    warmup: bool = False,
     timeout: float = 1800,
 ) -> dict[str, Any]:
     """Run the probe in `python` with a throw-away Inductor cache; return its JSON result."""
@@ -172,7 +182,9 @@ def probe(
     }
     for noisy in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(noisy, None)
-    params = json.dumps({"depth": depth, "phases": list(phases), "limit": limit})
+    params = json.dumps(
+        {"depth": depth, "phases": list(phases), "limit": limit, "repeat": repeat, "warmup": warmup}
+    )
     try:
         done = subprocess.run(
             [python, "-c", SCRIPT, params],

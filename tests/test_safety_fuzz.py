@@ -40,7 +40,11 @@ def mutated(draw: st.DrawFn) -> tuple[str, bytes, bytes]:
     lines = source.splitlines(keepends=True)
     site = next(i for i, line in enumerate(lines) if b"operator_str" in line)
     near = draw(st.booleans())
-    index = draw(st.integers(max(0, site - 25), min(len(lines) - 1, site + 25)) if near else st.integers(0, len(lines) - 1))
+    index = draw(
+        st.integers(max(0, site - 25), min(len(lines) - 1, site + 25))
+        if near
+        else st.integers(0, len(lines) - 1)
+    )
     kind = draw(st.sampled_from(["delete", "duplicate", "swap", "insert", "byte", "dedent"]))
     line = lines[index]
     if kind == "delete":
@@ -102,8 +106,8 @@ def test_the_fuzzer_reaches_both_outcomes() -> None:
     for version, source in _sources()[:11]:
         lines = source.splitlines(keepends=True)
         site = next(i for i, line in enumerate(lines) if b"operator_str" in line)
-        outside = b"".join(lines[:5] + [b"# vendor comment\n"] + lines[5:])
-        inside = b"".join(lines[: site - 2] + [lines[site - 2] * 2] + lines[site - 2 :])
+        outside = b"".join([*lines[:5], b"# vendor comment\n", *lines[5:]])
+        inside = b"".join([*lines[: site - 2], lines[site - 2] * 2, *lines[site - 2 :]])
         for candidate in (outside, inside):
             _, rewritten = decide(candidate, SPEC, version)
             seen["patched" if rewritten else "refused"] += 1
