@@ -7,6 +7,7 @@ import hashlib
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,12 +34,12 @@ def _venv(version: str) -> Path:
     return venv
 
 
-def _tool(venv: Path, *args: str) -> tuple[int, dict[str, object]]:
+def _tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
     done = subprocess.run(
         [str(venv / "bin" / "torch-lazylog"), *args, "--json"], capture_output=True, text=True, timeout=1800
     )
     assert done.stdout, done.stderr
-    report: dict[str, object] = json.loads(done.stdout)
+    report: dict[str, Any] = json.loads(done.stdout)
     return done.returncode, report
 
 
@@ -66,7 +67,7 @@ def test_real_torch_end_to_end(version: str) -> None:
 
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 1 and report["state"] == "eager", report
-    checks = {c["name"]: c["passed"] for c in report["checks"]}  # type: ignore[union-attr,index]
+    checks = {c["name"]: c["passed"] for c in report["checks"]}
     assert checks["not_formatted_when_filtered"] is False
     assert checks["info_text_identical"] and checks["error_carries_operator_text"]
 
@@ -81,7 +82,7 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert code == 0, report
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
-    assert {c["name"]: c["passed"] for c in report["checks"]} == {  # type: ignore[union-attr,index]
+    assert {c["name"]: c["passed"] for c in report["checks"]} == {
         "static": True,
         "compiled_result_correct": True,
         "not_formatted_when_filtered": True,
@@ -106,7 +107,7 @@ def test_real_torch_2_13_is_natively_lazy() -> None:
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
     assert (report["state"], report["release"]) == ("native", "2.13.0")
-    assert all(c["passed"] for c in report["checks"])  # type: ignore[union-attr,index]
+    assert all(c["passed"] for c in report["checks"])
     code, report = _tool(venv, "apply")
     assert code == 0 and report["changed"] is False and report["state"] == "native"
 
