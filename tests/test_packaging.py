@@ -1,0 +1,222 @@
+"""The wheel, its install, and the Docker build step, exercised as users run them."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import patcher
+from tests import dockerfile, realdata
+from tests.conftest import need, snapshot
+
+ROOT = Path(__file__).resolve().parent.parent
+HADOLINT = Path(sys.executable).parent / "hadolint"
+WHEEL_NAME = f"torch_lazylog-{patcher.__version__}-py3-none-any.whl"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (built,) = out.glob("*.whl")
+    assert built.name == WHEEL_NAME
+    return built
+
+
+def _venv(path: Path, with_pip: bool = True) -> Path:
+    subprocess.run(
+        [sys.executable, "-m", "venv", *([] if with_pip else ["--without-pip"]), str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return path / "bin" / "python"
+
+
+def _purelib(venv: Path) -> Path:
+    return Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+
+
+def _standin(tmp_path: Path, version: str = "2.10.0") -> Path:
+    """A venv standing in for the image's /opt/venv, with a real torch release tree in it."""
+    venv = tmp_path / "opt-venv"
+    _venv(venv)
+    site = need(lambda: realdata.release_tree(version, tmp_path / "release"))
+    assert isinstance(site, Path)
+    for item in site.parent.iterdir():
+        shutil.move(str(item), _purelib(venv) / item.name)
+    return venv
+
+
+def test_hadolint_passes_dockerfile_rocm() -> None:
+    done = subprocess.run([str(HADOLINT), str(ROOT / "Dockerfile.rocm")], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+
+
+def _readme_snippet() -> str:
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## In a Dockerfile") :]
+    match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
+    assert match
+    return match[1]
+
+
+def test_hadolint_passes_the_readme_snippet(tmp_path: Path) -> None:
+    probe = tmp_path / "Dockerfile"
+    probe.write_text(
+        "FROM rocm/pytorch:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0\n" + _readme_snippet()
+    )
+    done = subprocess.run([str(HADOLINT), str(probe)], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert len(_readme_snippet().splitlines()) == 3
+
+
+def test_wheel_ships_the_patch_definitions_and_nothing_else(wheel: Path) -> None:
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "patcher/patches/lazy_implicit_fallback.json" in names
+    assert "patcher/patches/lazy_implicit_fallback.releases.json" in names
+    assert not [n for n in names if n.startswith(("tests/", "bench/", "patches/"))]
+    metadata = zipfile.ZipFile(wheel).read(f"torch_lazylog-{patcher.__version__}.dist-info/METADATA").decode()
+    requires = sorted(
+        line.split(":", 1)[1].split(";")[0].strip()
+        for line in metadata.splitlines()
+        if line.startswith("Requires-Dist:")
+    )
+    assert [
+        r
+        for r in requires
+        if "extra ==" not in r and not r.startswith(("pytest", "hypothesis", "mypy", "ruff", "hadolint"))
+    ] == [
+        "click<9,>=8.1",
+        "libcst<2,>=1.1",
+    ]
+    assert not any(r.startswith("torch") for r in requires)
+
+
+def test_installed_wheel_runs_apply_verify_revert(wheel: Path, tmp_path: Path) -> None:
+    python = _venv(tmp_path / "venv")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, capture_output=True
+    )
+    torch_dir = need(lambda: realdata.release_tree("2.12.1", tmp_path / "site"))
+    assert isinstance(torch_dir, Path)
+    pristine = snapshot(torch_dir.parent)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    where = subprocess.run(
+        [str(python), "-c", "import patcher; print(patcher.__file__)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+    )
+    assert where.stdout.startswith(str(_purelib(tmp_path / "venv")))  # the install, not the checkout
+    tool = str(tmp_path / "venv" / "bin" / "torch-lazylog")
+
+    def run(*args: str) -> int:
+        return subprocess.run(
+            [tool, *args, "--torch-dir", str(torch_dir)], cwd=elsewhere, capture_output=True
+        ).returncode
+
+    assert [run("verify"), run("apply"), run("verify"), run("revert"), run("verify")] == [1, 0, 0, 0, 1]
+    assert snapshot(torch_dir.parent) == pristine
+
+
+def _torch_files(venv: Path) -> dict[str, tuple[int, int, int]]:
+    out = {}
+    for base in (_purelib(venv) / "torch", *_purelib(venv).glob("torch-*.dist-info")):
+        for path in base.rglob("*"):
+            if path.is_file():
+                st = path.stat()
+                out[str(path)] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+def test_installing_the_wheel_beside_torch_changes_no_torch_file(wheel: Path, tmp_path: Path) -> None:
+    venv = need(lambda: realdata.torch_venv("2.13.0"))
+    assert isinstance(venv, Path)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "uninstall", "--quiet", "--yes", "torch-lazylog"], capture_output=True
+    )
+    record = next(_purelib(venv).glob("torch-*.dist-info")) / "RECORD"
+    before_record, before_files = record.read_bytes(), _torch_files(venv)
+    report = tmp_path / "report.json"
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--report", str(report), str(wheel)],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    installed = [item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]]
+    assert "torch-lazylog" in installed and "torch" not in installed
+    assert record.read_bytes() == before_record
+    assert _torch_files(venv) == before_files
+
+
+def test_dockerfile_rocm_runs_as_written(tmp_path: Path) -> None:
+    standin = _standin(tmp_path)
+    global_args, stages = dockerfile.parse((ROOT / "Dockerfile.rocm").read_text())
+    assert global_args["BASE_IMAGE"] == "rocm/pytorch:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0"
+    patch_runs = [i.args for i in stages[-1].instructions if i.keyword == "RUN" and "patcher" in i.args]
+    assert (
+        patch_runs
+        and "apply --python ${PYTHON}" in patch_runs[0]
+        and "verify --python ${PYTHON}" in patch_runs[0]
+    )
+    copies = [i for i in stages[-1].instructions if i.keyword == "COPY"]
+    assert copies and stages[-1].instructions.index(copies[0]) < [
+        i.keyword for i in stages[-1].instructions
+    ].index("RUN")
+    root = tmp_path / "container"
+    emulator = dockerfile.Emulator(
+        context=ROOT,
+        paths={
+            "/opt/venv": standin,
+            "/src": root / "src",
+            "/wheels": root / "wheels",
+            "/tmp/torch-lazylog": root / "tmp-tl",
+        },
+        cwd=root,
+    )
+    root.mkdir()
+    for stage in stages:
+        emulator.run_stage(stage, global_args)
+    assert not (root / "tmp-tl").exists(), "the wheel directory was not cleaned up"
+    graph = _purelib(standin) / "torch" / "_inductor" / "graph.py"
+    assert b"LazyString(error.operator_str, target, args, kwargs)," in graph.read_bytes()
+    python = str(standin / "bin" / "python")
+    verify = subprocess.run(
+        [python, "-m", "patcher", "verify", "--python", python], cwd=root, capture_output=True, text=True
+    )
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    # A rebuild after a cache miss runs the step again: it must still pass.
+    emulator.paths["/tmp/torch-lazylog"].mkdir()
+    for item in (root / "wheels").iterdir():
+        shutil.copy2(item, root / "tmp-tl")
+    emulator.run(patch_runs[0].replace("${PYTHON}", "/opt/venv/bin/python"), root)
+
+
+def test_readme_snippet_runs_as_written(wheel: Path, tmp_path: Path) -> None:
+    standin = _standin(tmp_path, "2.11.0")
+    context = tmp_path / "context"
+    (context / "dist").mkdir(parents=True)
+    shutil.copy2(wheel, context / "dist" / wheel.name)
+    snippet = _readme_snippet()
+    assert WHEEL_NAME in snippet, "update the wheel name in the README snippet"
+    _, stages = dockerfile.parse("FROM scratch\n" + snippet)
+    emulator = dockerfile.Emulator(context=context, paths={"/opt/venv": standin}, cwd=tmp_path)
+    emulator.run_stage(stages[0], {})
+    graph = _purelib(standin) / "torch" / "_inductor" / "graph.py"
+    assert b"LazyString(error.operator_str, target, args, kwargs)," in graph.read_bytes()
+    assert any("apply --python" in line for line in emulator.log)
