@@ -269,3 +269,20 @@ def test_reproducible_bytes(
         os.stat(first / "_inductor" / "graph.py").st_mode
         == os.stat(second / "torch" / "_inductor" / "graph.py").st_mode
     )
+
+
+def test_patched_without_undo_record_says_what_to_do(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    _undo(torch_dir).unlink()
+    before = snapshot(torch_dir.parent)
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert verify.exit_code == 1
+    assert any("no matching undo record" in p for p in json.loads(verify.stdout)["problems"])
+    for command in ("apply", "revert"):
+        result = run(command, "--torch-dir", str(torch_dir))
+        assert result.exit_code == 3, result.output
+        assert "pip install --force-reinstall --no-deps torch==2.10.0" in result.stderr
+    assert snapshot(torch_dir.parent) == before

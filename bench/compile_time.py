@@ -1,0 +1,165 @@
+"""Compile time of the fan-in-2 custom-op chain against depth, on real torch, three variants side by side.
+
+    python -m bench.compile_time            # torch 2.10.0 venv from the test cache, ~10 minutes
+
+- unpatched: torch as released (graph.py eager);
+- patched:   after `torch-lazylog apply`;
+- limit:     unpatched torch with OperatorIssue.operator_str replaced by a function returning "" (the
+             cost floor: the text is never built).
+Each (variant, depth) point runs in a fresh interpreter: one untimed warm-up compile, then RUNS timed
+cold compiles of the model (fresh custom ops each, so Inductor lowers them anew); the median is kept.
+Variants alternate per depth so that machine drift hits them alike. Writes bench/compile_time.csv,
+bench/compile_time.png and bench/tool_time.csv (apply and verify against `python -c pass` and
+`python -c "import torch"`, same run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from patcher import runtime
+from tests import realdata
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+UNPATCHED_DEPTHS = [10, 12, 14, 16, 18, 20, 21, 22, 23]
+DEPTHS = [*UNPATCHED_DEPTHS, 26, 30, 40]
+
+
+def _tool(venv: Path, *args: str) -> None:
+    done = subprocess.run([str(venv / "bin" / "torch-lazylog"), *args], capture_output=True, text=True)
+    if done.returncode not in (0,):
+        raise SystemExit(f"torch-lazylog {' '.join(args)} failed: {done.stdout}{done.stderr}")
+
+
+def _median(venv: Path, depth: int, runs: int, limit: bool) -> float:
+    result = runtime.probe(
+        str(venv / "bin" / "python"), depth=depth, phases=("filtered",), limit=limit, repeat=runs, warmup=True
+    )
+    if result["error"]:
+        raise SystemExit(result["error"])
+    seconds = [r["seconds"] for r in result["runs"]]
+    return float(statistics.median(seconds))
+
+
+def compile_times(venv: Path, runs: int, depths: list[int], unpatched: list[int]) -> list[dict[str, object]]:
+    rows = []
+    _tool(venv, "revert")
+    for depth in depths:
+        row: dict[str, object] = {"depth": depth, "unpatched_s": "", "patched_s": "", "limit_s": ""}
+        if depth in unpatched:
+            row["unpatched_s"] = round(_median(venv, depth, runs, limit=False), 3)
+        row["limit_s"] = round(_median(venv, depth, runs, limit=True), 3)
+        _tool(venv, "apply")
+        row["patched_s"] = round(_median(venv, depth, runs, limit=False), 3)
+        _tool(venv, "revert")
+        print(row, flush=True)
+        rows.append(row)
+    return rows
+
+
+def _wall(command: list[str], runs: int, before: list[str] | None = None) -> float:
+    times = []
+    for _ in range(runs):
+        if before:
+            subprocess.run(before, capture_output=True, check=True)
+        start = time.perf_counter()
+        subprocess.run(command, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return float(statistics.median(times))
+
+
+def tool_times(venv: Path, runs: int) -> list[dict[str, object]]:
+    python, tool = str(venv / "bin" / "python"), str(venv / "bin" / "torch-lazylog")
+    base = _wall([python, "-c", "pass"], runs)
+    torch_import = _wall([python, "-c", "import torch"], runs)
+    apply = _wall([tool, "apply"], runs, before=[tool, "revert"])
+    verify = _wall([tool, "verify"], runs)  # on the patched torch apply left
+    _tool(venv, "revert")
+    rows = []
+    for name, seconds in [
+        ("python -c pass", base),
+        ('python -c "import torch"', torch_import),
+        ("torch-lazylog apply", apply),
+        ("torch-lazylog verify", verify),
+    ]:
+        rows.append(
+            {
+                "command": name,
+                "median_s": round(seconds, 4),
+                "x_python_pass": round(seconds / base, 2),
+                "x_import_torch": round(seconds / torch_import, 3),
+            }
+        )
+    return rows
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def plot(rows: list[dict[str, object]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    for key, label, style in [
+        ("unpatched_s", "unpatched (eager operator_str)", "o-"),
+        ("patched_s", "patched (torch-lazylog apply)", "s-"),
+        ("limit_s", "limit (operator_str never called)", "x--"),
+    ]:
+        points = [(r["depth"], r[key]) for r in rows if r[key] != ""]
+        ax.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("chain depth (custom op applied with fan-in 2)")
+    ax.set_ylabel("compile time, median of 3 (s, log scale)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--version", default="2.10.0", help="torch release (a cached test venv is used or built)"
+    )
+    parser.add_argument("--runs", type=int, default=3, help="timed compiles per point (median kept)")
+    parser.add_argument("--depths", default=",".join(map(str, DEPTHS)), help="depths for patched and limit")
+    parser.add_argument("--unpatched-depths", default=",".join(map(str, UNPATCHED_DEPTHS)))
+    parser.add_argument("--out", type=Path, default=HERE, help="where the CSV and PNG files go")
+    args = parser.parse_args()
+    venv = realdata.torch_venv(args.version)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)], check=True)
+    started = time.perf_counter()
+    rows = compile_times(
+        venv,
+        args.runs,
+        [int(d) for d in args.depths.split(",")],
+        [int(d) for d in args.unpatched_depths.split(",")],
+    )
+    _write(args.out / "compile_time.csv", rows)
+    plot(
+        rows, args.out / "compile_time.png", f"torch {args.version}, CPU: compile time of the custom-op chain"
+    )
+    tools = tool_times(venv, runs=7)
+    _write(args.out / "tool_time.csv", tools)
+    print(f"done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

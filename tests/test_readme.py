@@ -1,0 +1,26 @@
+"""The README's numbers come from what the tests run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.test_safety_bytecode import BYTECODE_CASES
+from tests.test_safety_crash import _points
+from tests.test_safety_fuzz import FUZZ_CASES, FUZZ_LONG_CASES
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def _safety_row(start: str) -> str:
+    section = README[README.index("## Safety") :]
+    (row,) = [line for line in section.splitlines() if line.startswith(f"| {start}")]
+    return row
+
+
+def test_safety_table_counts_match_the_tests(tmp_path: Path) -> None:
+    apply_steps, revert_steps = len(_points("apply", tmp_path)), len(_points("revert", tmp_path))
+    for start in ("exception at each", "SIGKILL at each"):
+        assert f"{apply_steps} apply + {revert_steps} revert" in _safety_row(start)
+    assert f"{BYTECODE_CASES} pycs" in _safety_row("pycs:")
+    fuzz = _safety_row("mutation fuzzer")
+    assert f"{FUZZ_CASES} (suite)" in fuzz and f"{FUZZ_LONG_CASES:,} (`pytest -m fuzz_long`)" in fuzz
