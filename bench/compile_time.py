@@ -119,7 +119,7 @@ def plot(rows: list[dict[str, object]], path: Path, title: str) -> None:
         ("patched_s", "patched (torch-lazylog apply)", "s-"),
         ("limit_s", "limit (operator_str never called)", "x--"),
     ]:
-        points = [(r["depth"], r[key]) for r in rows if r[key] != ""]
+        points = [(float(str(r["depth"])), float(str(r[key]))) for r in rows if r[key] != ""]
         ax.plot([p[0] for p in points], [p[1] for p in points], style, label=label)
     ax.set_yscale("log")
     ax.set_xlabel("chain depth (custom op applied with fan-in 2)")
