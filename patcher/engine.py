@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -249,12 +250,6 @@ def _fill(report: Report, target: Target, snap: Snapshot | None) -> Report:
     return report
 
 
-def _context(exc: LazylogError, target: Target) -> LazylogError:
-    exc.details.setdefault("torch_version", target.torch_version)
-    exc.details.setdefault("torch_dir", str(target.torch_dir))
-    return exc
-
-
 def _check_writable(target: Target, snap: Snapshot) -> None:
     """Refuse links and read-only files before writing; root ignores mode bits, this tool does not."""
     for path in (target.torch_dir, target.graph.parent, target.graph):
@@ -319,22 +314,22 @@ def _record_before(snap: Snapshot) -> bytes | None:
     return snap.record
 
 
-def _lock(target: Target, exclusive: bool) -> Any:
+def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:
+    """Run one command under the torch directory's lock; errors learn which torch they are about."""
     try:
-        return fsio.locked(target.torch_dir, exclusive)
-    except OSError as exc:  # pragma: no cover - opening a directory we just listed
-        raise environment(f"Could not lock {target.torch_dir}: {exc.strerror}.") from exc
+        with fsio.locked(target.torch_dir, exclusive):
+            return work()
+    except LazylogError as exc:
+        exc.details.setdefault("torch_version", target.torch_version)
+        exc.details.setdefault("torch_dir", str(target.torch_dir))
+        raise
 
 
 # ---------------------------------------------------------------- apply
 
 
 def apply(target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
-    try:
-        with _lock(target, exclusive=not dry_run):
-            return _apply(target, spec, dry_run)
-    except LazylogError as exc:
-        raise _context(exc, target) from None
+    return _under_lock(target, not dry_run, lambda: _apply(target, spec, dry_run))
 
 
 def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
@@ -479,11 +474,7 @@ def _diff(before: bytes, after: bytes, spec: PatchSpec) -> str:
 
 
 def revert(target: Target, spec: PatchSpec) -> Report:
-    try:
-        with _lock(target, exclusive=True):
-            return _revert(target, spec)
-    except LazylogError as exc:
-        raise _context(exc, target) from None
+    return _under_lock(target, True, lambda: _revert(target, spec))
 
 
 def _record_restore(target: Target, snap: Snapshot) -> list[fsio.Step]:
@@ -606,11 +597,7 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
 
 
 def verify(target: Target, spec: PatchSpec) -> Report:
-    try:
-        with _lock(target, exclusive=False):
-            return _verify(target, spec)
-    except LazylogError as exc:
-        raise _context(exc, target) from None
+    return _under_lock(target, False, lambda: _verify(target, spec))
 
 
 def _verify(target: Target, spec: PatchSpec) -> Report:

@@ -71,21 +71,36 @@ class Target:
         return f"{self.dist_info.name}/{UNDO_NAME}" if self.dist_info else None
 
 
-def probe(python: str, find_torch: bool) -> tuple[Interpreter, str | None]:
-    args = [python, "-c", _PROBE] + (["--find-torch"] if find_torch else [])
+def run_script(
+    python: str, script: str, what: str, args: list[str] | None = None, stdin: str | None = None
+) -> str:
+    """Run a short script in the target interpreter and return its stdout; `what` names the job."""
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
-    except OSError as exc:
+        done = subprocess.run(
+            [python, "-c", script, *(args or [])],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it timed out"
         raise environment(
-            f"Expected a Python interpreter at {python}, but it could not be run ({exc.strerror}); "
+            f"Expected a Python interpreter at {python} to {what}, but it could not be run ({why}); "
             "pass --python with the interpreter of the environment that has torch."
         ) from exc
     if done.returncode != 0:
         raise environment(
-            f"Expected {python} to run a short probe script, but it exited with {done.returncode}: "
-            f"{done.stderr.strip()[-500:]}. Pass --python with a working Python 3 interpreter."
+            f"Expected {python} to {what}, but it exited with {done.returncode}: "
+            f"{done.stderr.strip()[-500:]}. Nothing was written; pass --python with a working Python 3 interpreter."
         )
-    info = json.loads(done.stdout)
+    return done.stdout
+
+
+def probe(python: str, find_torch: bool) -> tuple[Interpreter, str | None]:
+    stdout = run_script(python, _PROBE, "run a short probe script", ["--find-torch"] if find_torch else [])
+    info = json.loads(stdout)
     interpreter = Interpreter(
         executable=info["executable"] or python,
         version=info["version"],

@@ -11,13 +11,11 @@ import base64
 import json
 import os
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from patcher.errors import environment
-from patcher.locate import Interpreter
+from patcher.locate import Interpreter, run_script
 
 Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
 _NAME = re.compile(r"^(?P<stem>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>\d+))?\.pyc$")
@@ -99,25 +97,8 @@ def compile_for(
         "size": len(source),
         "pycs": [{"optimize": p.optimize, "mode": p.mode} for p in pycs],
     }
-    try:
-        done = subprocess.run(
-            [interpreter.executable, "-c", _COMPILE],
-            input=json.dumps(request),
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-    except OSError as exc:
-        raise environment(
-            f"Could not run {interpreter.executable} to rebuild graph.py's bytecode: {exc}."
-        ) from exc
-    if done.returncode != 0:
-        raise environment(
-            f"Expected {interpreter.executable} to compile the new graph.py, but it failed: "
-            f"{done.stderr.strip()[-500:]}. Nothing was written."
-        )
-    out = json.loads(done.stdout)
+    stdout = run_script(interpreter.executable, _COMPILE, "compile graph.py", stdin=json.dumps(request))
+    out = json.loads(stdout)
     return [base64.b64decode(p) for p in out["pycs"]], str(out["source_hash"])
 
 
