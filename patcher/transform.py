@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import warnings
 from dataclasses import dataclass
 from typing import Literal
 
@@ -209,9 +210,15 @@ def _expected_call(spec: PatchSpec, form: Form) -> cst.BaseExpression:
     return cst.parse_expression(f"{spec.call}({spec.message}, {argument})")
 
 
+def _compile(source: bytes) -> None:
+    with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
+        warnings.simplefilter("ignore")
+        compile(source, "graph.py", "exec", dont_inherit=True)
+
+
 def parse(source: bytes) -> cst.Module | Refused:
     try:
-        compile(source, "graph.py", "exec", dont_inherit=True)
+        _compile(source)
         return cst.parse_module(source)
     except UnicodeDecodeError as exc:
         return Refused(
@@ -268,7 +275,7 @@ def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy") -> Outcome:
     assert isinstance(new_module, cst.Module)
     new_source = new_module.bytes
     try:
-        compile(new_source, "graph.py", "exec", dont_inherit=True)
+        _compile(new_source)
     except (SyntaxError, ValueError) as exc:  # pragma: no cover - replacing an expression by an expression
         return Refused(f"the rewritten graph.py would not compile ({exc})")
     return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
