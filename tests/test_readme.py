@@ -24,3 +24,18 @@ def test_safety_table_counts_match_the_tests(tmp_path: Path) -> None:
     assert f"{BYTECODE_CASES} pycs" in _safety_row("pycs:")
     fuzz = _safety_row("mutation fuzzer")
     assert f"{FUZZ_CASES} (suite)" in fuzz and f"{FUZZ_LONG_CASES:,} (`pytest -m fuzz_long`)" in fuzz
+
+
+def test_benchmark_tables_are_the_committed_results() -> None:
+    import csv
+
+    bench = Path(__file__).resolve().parent.parent / "bench"
+    rows = list(csv.DictReader((bench / "compile_time.csv").read_text().splitlines()))
+    assert list(rows[0]) == ["depth", "unpatched_s", "patched_s", "limit_s"]
+    assert max(float(r["unpatched_s"]) for r in rows if r["unpatched_s"]) >= 30
+    for row in rows:
+        unpatched = row["unpatched_s"] or "-"
+        assert f"| {row['depth']} | {unpatched} | {row['patched_s']} | {row['limit_s']} |" in README
+    for row in csv.DictReader((bench / "tool_time.csv").read_text().splitlines()):
+        assert f"| `{row['command']}` | {row['median_s']} |" in README
+    assert (bench / "compile_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
