@@ -314,6 +314,16 @@ def _record_before(snap: Snapshot) -> bytes | None:
     return snap.record
 
 
+def _report_known(report: Report, known: Known, target: Target, spec: PatchSpec) -> Known:
+    """Put what graph.py is into the report; a file this tool does not know is refused here."""
+    report.state = known.state
+    report.release = known.release.version if known.release else None
+    report.match = known.match
+    if known.state == "unknown":
+        raise _unknown(target, spec, known)
+    return known
+
+
 def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:
     """Run one command under the torch directory's lock; errors learn which torch they are about."""
     try:
@@ -345,10 +355,7 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     known, outcome = decide(snap.graph, spec, target.torch_version)
     stale_undo = undo is not None and sha != undo.graph.before.sha256
     report = _fill(Report("apply", known.state, False, ""), target, snap)
-    report.release = known.release.version if known.release else None
-    report.match = known.match
-    if known.state == "unknown":
-        raise _unknown(target, spec, known)
+    _report_known(report, known, target, spec)
     if known.state == "native":
         report.message = (
             f"torch {target.torch_version} formats the implicit-fallback log lazily already"
@@ -507,12 +514,7 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
     report = _fill(Report("revert", "eager", False, ""), target, snap)
 
     if undo is None:
-        known = classify(snap.graph, spec, target.torch_version)
-        report.state = known.state
-        report.release = known.release.version if known.release else None
-        report.match = known.match
-        if known.state == "unknown":
-            raise _unknown(target, spec, known)
+        known = _report_known(report, classify(snap.graph, spec, target.torch_version), target, spec)
         if known.state == "patched":
             raise refused(
                 f"Expected an undo record at {target.undo_path} for the patched graph.py{_describe(known)}, found "
@@ -576,9 +578,7 @@ def _revert(target: Target, spec: PatchSpec) -> Report:
         # torch was reinstalled over a patched one: the record describes a file that is gone.
         _check_writable(target, snap)
         fsio.run([*steps, fsio.Remove(target.undo_path, label="undo")], "revert")
-        report.state = known.state
-        report.release = known.release.version if known.release else None
-        report.match = known.match
+        _report_known(report, known, target, spec)
         report.changed = True
         report.message = (
             f"Nothing to revert: graph.py is pristine torch {report.release} (torch was reinstalled); "
@@ -612,12 +612,7 @@ def _verify(target: Target, spec: PatchSpec) -> Report:
         if snap.record is not None and row_hash(snap.record, spec.record_path) != record_hash(snap.graph):
             problems.append("RECORD still lists graph.py with its original hash (an interrupted apply)")
     else:
-        known = classify(snap.graph, spec, target.torch_version)
-        report.state = known.state
-        report.release = known.release.version if known.release else None
-        report.match = known.match
-        if known.state == "unknown":
-            raise _unknown(target, spec, known)
+        known = _report_known(report, classify(snap.graph, spec, target.torch_version), target, spec)
         if undo is not None and sha == undo.graph.before.sha256:
             problems.append("an undo record exists but graph.py is original (an interrupted apply or revert)")
         elif undo is not None:
