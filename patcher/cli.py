@@ -47,17 +47,16 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Any]) -
         if verbose:
             traceback.print_exc()
         _fail(command, as_json, exc.code, exc.message, exc.state, exc.details)
-    except OSError as exc:
+    except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             traceback.print_exc()
-        _fail(
-            command,
-            as_json,
-            ExitCode.ENVIRONMENT,
-            f"{exc.strerror or exc} ({exc.filename or ''}).",
-            "unknown",
-            {},
+        what = (
+            f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
         )
+        message = (
+            f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug."
+        )
+        _fail(command, as_json, ExitCode.ENVIRONMENT, message, "unknown", {})
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -106,7 +105,10 @@ def cli() -> None:
 @target_options
 @click.option("--dry-run", is_flag=True, help="Print the unified diff that apply would make; write nothing.")
 def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> None:
-    """Patch graph.py of the installed torch (nothing to do on torch 2.13+)."""
+    """Patch graph.py of the installed torch.
+
+    Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
+    """
 
     def work() -> Any:
         from patcher import engine
@@ -125,7 +127,11 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     help="Also import torch in the target interpreter and prove lazy formatting on Inductor's real path.",
 )
 def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool) -> None:
-    """Check that the installed torch formats the implicit-fallback log lazily (exit 0) or not (exit 1)."""
+    """Check that torch formats the log lazily.
+
+    Exit 0 when the installed torch formats the implicit-fallback log lazily and graph.py, RECORD, the
+    undo record and the bytecode agree; exit 1 when it formats eagerly or the patch is incomplete.
+    """
 
     def work() -> Any:
         from patcher import engine
@@ -144,7 +150,10 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 @cli.command(epilog=EXIT_CODE_HELP)
 @target_options
 def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> None:
-    """Restore graph.py, its bytecode and RECORD to their original bytes."""
+    """Restore the original graph.py, pycs and RECORD.
+
+    Byte for byte, with their mode and mtime, from the undo record apply wrote.
+    """
 
     def work() -> Any:
         from patcher import engine
@@ -169,7 +178,10 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 )
 @click.option("--markdown", is_flag=True, help="Print the README's supported-release table.")
 def fingerprint(wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool) -> None:
-    """Maintainers: fingerprint graph.py of real torch wheels (the patch definition's releases table)."""
+    """Maintainers: regenerate the release table.
+
+    Fingerprints graph.py of real torch wheels into the patch definition's releases table.
+    """
     from patcher import fingerprint as fp
     from patcher import fsio, spec
 

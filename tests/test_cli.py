@@ -180,3 +180,17 @@ def test_verify_does_not_even_import_libcst_when_hashes_agree(
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
     assert "click" in imported
     assert "libcst" not in imported and "torch" not in imported
+
+
+def test_a_bug_is_an_exit_4_not_a_verify_failure(
+    release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from patcher import engine
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(engine, "verify", broken)
+    result = run("verify", "--torch-dir", str(release("2.10.0")))
+    assert result.exit_code == 4
+    assert "Unexpected error: RuntimeError: boom" in result.stderr and "Traceback" not in result.stderr
