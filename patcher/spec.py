@@ -134,8 +134,3 @@ def load(name: str = PATCH_NAME) -> PatchSpec:
             "reinstall torch-lazylog."
         ) from exc
 
-
-def with_releases(spec: PatchSpec, releases: Releases) -> PatchSpec:
-    from dataclasses import replace
-
-    return replace(spec, releases=releases)
