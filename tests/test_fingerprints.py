@@ -78,3 +78,35 @@ def test_fingerprints_do_not_depend_on_the_python_version(minor: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"matches {len(realdata.ALL_RELEASES)} wheel(s)" in done.stdout
     assert sys.version_info[:2] != tuple(int(x) for x in minor.split("."))
+
+
+@pytest.mark.parametrize("minor", ["3.10", "3.12"])
+def test_the_tool_runs_on_other_pythons(minor: str, tmp_path: Path) -> None:
+    """apply, verify and revert under Python 3.10 (the ROCm ubuntu22.04 images) and 3.12."""
+    from tests.conftest import snapshot
+    from tests.helpers import check_pyc, make_pyc
+
+    pythons = {p.name: p for p in realdata.other_pythons()}
+    python = pythons.get(f"python{minor}")
+    if python is None:
+        if realdata.IN_CI:
+            pytest.fail(f"python{minor} is not on this machine")
+        pytest.skip(f"python{minor} is not on this machine")
+    venv = _tool_venv(python)
+    torch_dir = need(lambda: realdata.release_tree("2.10.0", tmp_path / "site"))
+    assert isinstance(torch_dir, Path)
+    graph = torch_dir / "_inductor" / "graph.py"
+    pyc = make_pyc(graph, "checked-hash", 0, python=str(venv / "bin" / "python"))
+    pristine = snapshot(torch_dir.parent)
+    tool = str(venv / "bin" / "torch-lazylog")
+
+    def run(*args: str) -> int:
+        return subprocess.run([tool, *args, "--torch-dir", str(torch_dir)], capture_output=True).returncode
+
+    assert [run("verify"), run("apply"), run("verify")] == [1, 0, 0]
+    seen = check_pyc(pyc, graph, 0, python=str(venv / "bin" / "python"))
+    assert seen["fresh"] and seen["same_code"]
+    assert [run("revert"), run("verify")] == [0, 1]
+    assert {k: v for k, v in snapshot(torch_dir.parent).items() if "__pycache__" not in k} == {
+        k: v for k, v in pristine.items() if "__pycache__" not in k
+    }
