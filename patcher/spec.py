@@ -133,4 +133,3 @@ def load(name: str = PATCH_NAME) -> PatchSpec:
             f"The patch definition {name} shipped with torch-lazylog is unreadable ({exc}); "
             "reinstall torch-lazylog."
         ) from exc
-

@@ -21,6 +21,16 @@ def need(call: Callable[[], object]) -> object:
         pytest.skip(str(exc))
 
 
+def need_python(minor: str) -> Path:
+    """Another CPython (e.g. "3.10") on this machine: a failure under CI=true, a skip elsewhere."""
+    for python in realdata.other_pythons():
+        if python.name == f"python{minor}":
+            return python
+    if realdata.IN_CI:
+        pytest.fail(f"python{minor} is not on this machine")
+    pytest.skip(f"python{minor} is not on this machine")
+
+
 @pytest.fixture
 def release(tmp_path: Path) -> Callable[[str], Path]:
     """release("2.10.0") -> the torch directory of a fresh copy of that real release."""

@@ -12,7 +12,7 @@ import pytest
 from click.testing import Result
 
 from tests import realdata
-from tests.conftest import need
+from tests.conftest import need, need_python
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES_FILE = ROOT / "patches" / "lazy_implicit_fallback.releases.json"
@@ -60,13 +60,7 @@ def _tool_venv(python: Path) -> Path:
 
 @pytest.mark.parametrize("minor", ["3.10", "3.12"])
 def test_fingerprints_do_not_depend_on_the_python_version(minor: str) -> None:
-    pythons = {p.name: p for p in realdata.other_pythons()}
-    python = pythons.get(f"python{minor}")
-    if python is None:
-        if realdata.IN_CI:
-            pytest.fail(f"python{minor} is not on this machine")
-        pytest.skip(f"python{minor} is not on this machine")
-    venv = _tool_venv(python)
+    venv = _tool_venv(need_python(minor))
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     done = subprocess.run(
         [str(venv / "bin" / "torch-lazylog"), "fingerprint", "--check", *_wheels()],
@@ -86,13 +80,7 @@ def test_the_tool_runs_on_other_pythons(minor: str, tmp_path: Path) -> None:
     from tests.conftest import snapshot
     from tests.helpers import check_pyc, make_pyc
 
-    pythons = {p.name: p for p in realdata.other_pythons()}
-    python = pythons.get(f"python{minor}")
-    if python is None:
-        if realdata.IN_CI:
-            pytest.fail(f"python{minor} is not on this machine")
-        pytest.skip(f"python{minor} is not on this machine")
-    venv = _tool_venv(python)
+    venv = _tool_venv(need_python(minor))
     torch_dir = need(lambda: realdata.release_tree("2.10.0", tmp_path / "site"))
     assert isinstance(torch_dir, Path)
     graph = torch_dir / "_inductor" / "graph.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tests import realdata
+from tests.conftest import need_python
 from tests.helpers import cache_tag, check_pyc, make_pyc
 
 MODES = ["timestamp", "checked-hash", "unchecked-hash"]
@@ -22,12 +22,7 @@ BYTECODE_CASES = len(MODES) * len(OPT_LEVELS)
 
 
 def _other_python(minor: str) -> str:
-    for python in realdata.other_pythons():
-        if python.name == f"python{minor}":
-            return str(python)
-    if realdata.IN_CI:
-        pytest.fail(f"python{minor} is not on this machine")
-    pytest.skip(f"python{minor} is not on this machine")
+    return str(need_python(minor))
 
 
 def _assert_fresh(pycs: dict[int, Path], graph: Path, mode: str, python: str = sys.executable) -> None:
