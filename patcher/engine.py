@@ -150,7 +150,7 @@ def _by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, _site_diff(spec, site.code, site.form, torch_version))
-    return Known(state, _nearest(rows, torch_version), "site")  # type: ignore[arg-type]
+    return Known(state, _nearest(rows, torch_version), "site")
 
 
 def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:

@@ -60,7 +60,8 @@ def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
 
 
 def _mode(flags: int) -> Mode:
-    return {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}.get(flags, "invalid")  # type: ignore[return-value]
+    modes: dict[int, Mode] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}
+    return modes.get(flags, "invalid")
 
 
 def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:

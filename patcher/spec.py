@@ -58,7 +58,9 @@ class Releases:
         patched = [row for row in self.rows if row.patched_sha256 == sha]
         return ("patched", patched) if patched else None
 
-    def by_site(self, site: str, form: Literal["eager", "lazy"]) -> tuple[str, list[Release]]:
+    def by_site(
+        self, site: str, form: Literal["eager", "lazy"]
+    ) -> tuple[Literal["eager", "patched", "native"], list[Release]]:
         """Releases whose branch has this fingerprint, as ("eager"|"patched"|"native", rows)."""
         if form == "eager":
             return "eager", [r for r in self.rows if r.site == site and r.state == "eager"]
