@@ -39,3 +39,15 @@ def test_benchmark_tables_are_the_committed_results() -> None:
     for row in csv.DictReader((bench / "tool_time.csv").read_text().splitlines()):
         assert f"| `{row['command']}` | {row['median_s']} |" in README
     assert (bench / "compile_time.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    blocks = re.findall(r"```sh\n(.*?)\n```", README, re.S)
+    install_and_apply, test_command = blocks[0], blocks[1]
+    assert "torch-lazylog apply" in install_and_apply and "pytest" in test_command
+    assert README.index(install_and_apply) < README.index("## What it fixes")
+    ci = (root / ".ci" / "run").read_text().splitlines()
+    assert test_command in ci
