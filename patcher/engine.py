@@ -19,7 +19,7 @@ from patcher import fsio, pyc
 from patcher.errors import ExitCode, LazylogError, environment, refused
 from patcher.hashes import record_hash, sha256, version_key
 from patcher.locate import Target
-from patcher.record import FileChange, FileState, UndoRecord, has_row, record_edit, row_hash, undo_parse_error
+from patcher.record import FileChange, FileState, UndoRecord, record_edit, row_hash, undo_parse_error
 from patcher.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
@@ -379,7 +379,7 @@ def _apply(target: Target, spec: PatchSpec, dry_run: bool) -> Report:
     base_record = _record_before(snap)
     if base_record is not None:
         row = target.undo_row_path()
-        add = row if row and not has_row(base_record, row) else None
+        add = row if row and row_hash(base_record, row) is None else None
         edit = record_edit(base_record, spec.record_path, record_hash(new), len(new), add)
         new_record = edit.apply(base_record)
         assert target.dist_info is not None

@@ -163,10 +163,6 @@ def _row(*fields: str) -> str:
     return out.getvalue()
 
 
-def has_row(record: bytes, path: str) -> bool:
-    return any(first == path for _, _, first in _rows(record))
-
-
 def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str | None) -> Edit:
     """Point `path`'s row at the new hash and size; add `add_row` (no hash) right after it."""
     matches = [(offset, line) for offset, line, first in _rows(record) if first == path]
