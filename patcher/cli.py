@@ -2,47 +2,54 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
 from patcher import __version__
 from patcher.errors import EXIT_CODE_HELP, ExitCode, LazylogError
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from patcher.locate import Target
+    from patcher.report import Report
+    from patcher.spec import PatchSpec
+
+F = TypeVar("F", bound=Callable[..., None])
+T = TypeVar("T")
 
 
 def target_options(func: F) -> F:
-    @click.option(
-        "--python",
-        "python",
-        metavar="PATH",
-        help="Interpreter whose `import torch` is meant (default: the one running torch-lazylog).",
-    )
-    @click.option(
-        "--torch-dir",
-        metavar="DIR",
-        help="The torch package directory itself (.../site-packages/torch), instead of finding it.",
-    )
-    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text.")
-    @click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors.")
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        return func(*args, **kwargs)
+    options = [
+        click.option(
+            "--python",
+            "python",
+            metavar="PATH",
+            help="Interpreter whose `import torch` is meant (default: the one running torch-lazylog).",
+        ),
+        click.option(
+            "--torch-dir",
+            metavar="DIR",
+            help="The torch package directory itself (.../site-packages/torch), instead of finding it.",
+        ),
+        click.option(
+            "--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text."
+        ),
+        click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
 
-    return wrapper  # type: ignore[return-value]
 
-
-def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Any]) -> None:
-    """Run one command; the single place where the domain error is caught and turned into an exit."""
+def _caught(command: str, as_json: bool, verbose: bool, work: Callable[[], T]) -> T:
+    """Run one command; the single place where errors are caught and turned into an exit code."""
     try:
-        report = work()
+        return work()
     except LazylogError as exc:
         if verbose:
             traceback.print_exc()
@@ -57,6 +64,10 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Any]) -
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug."
         )
         _fail(command, as_json, ExitCode.ENVIRONMENT, message, "unknown", {})
+
+
+def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]) -> NoReturn:
+    report = _caught(command, as_json, verbose, work)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
@@ -68,7 +79,7 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Any]) -
 
 def _fail(
     command: str, as_json: bool, code: ExitCode, message: str, state: str, details: dict[str, object]
-) -> None:
+) -> NoReturn:
     if as_json:
         payload = {
             "command": command,
@@ -85,7 +96,7 @@ def _fail(
     sys.exit(int(code))
 
 
-def _target(python: str | None, torch_dir: str | None) -> Any:
+def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
     from patcher import locate, spec
 
     patch = spec.load()
@@ -110,7 +121,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
 
-    def work() -> Any:
+    def work() -> Report:
         from patcher import engine
 
         target, patch = _target(python, torch_dir)
@@ -133,7 +144,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     undo record and the bytecode agree; exit 1 when it formats eagerly or the patch is incomplete.
     """
 
-    def work() -> Any:
+    def work() -> Report:
         from patcher import engine
 
         target, patch = _target(python, torch_dir)
@@ -155,7 +166,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
 
-    def work() -> Any:
+    def work() -> Report:
         from patcher import engine
 
         target, patch = _target(python, torch_dir)
@@ -186,10 +197,12 @@ def fingerprint(wheels: tuple[Path, ...], output: Path | None, check: bool, mark
     from patcher import fsio, spec
 
     patch = spec.load()
-    try:
-        releases = fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch)
-    except LazylogError as exc:
-        _fail("fingerprint", False, exc.code, exc.message, exc.state, exc.details)
+    releases = _caught(
+        "fingerprint",
+        False,
+        False,
+        lambda: fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch),
+    )
     text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
     if markdown:
         click.echo(fp.releases_table(releases), nl=False)

@@ -116,7 +116,7 @@ def _stage(step: Write) -> Path:
     return temp
 
 
-def _discard(paths: list[Path]) -> None:
+def discard(paths: list[Path]) -> None:
     for path in paths:
         with contextlib.suppress(OSError):
             os.unlink(path)
@@ -133,7 +133,7 @@ def run(steps: list[Step], what: str) -> None:
         for step in steps:
             staged.append((step, _stage(step) if isinstance(step, Write) else None))
     except OSError as exc:
-        _discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
+        discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
         failed = step.path
         raise environment(
             f"Could not write {failed.name}: {_describe(exc, failed)}. Nothing was changed. "
@@ -153,12 +153,27 @@ def run(steps: list[Step], what: str) -> None:
             done += 1
             failpoint(f"committed:{step.label}")
     except OSError as exc:
-        _discard([t for _, t in staged[done:] if t])
+        discard([t for _, t in staged[done:] if t])
         raise environment(
             f"{what} stopped half-way: {_describe(exc, step.path)}. The next torch-lazylog command "
             "recognises this state: run the same command again to finish it."
         ) from exc
 
 
-def remove_leftovers(paths: list[Path]) -> None:
-    _discard(paths)
+def require_writable(paths: tuple[Path, ...], links: tuple[Path, ...]) -> None:
+    """Refuse links and read-only files before writing; root ignores mode bits, this tool does not."""
+    for path in links:
+        if path.is_symlink():
+            raise environment(
+                f"Expected {path} to be a real file or directory, found a symbolic link to {os.readlink(path)}. "
+                "Writing through it would change a shared store (and every environment linked to it); "
+                "copy the package into place (e.g. uv's --link-mode=copy) and run again."
+            )
+    for path in paths:
+        mode = os.stat(path).st_mode
+        if not mode & 0o200 or not os.access(path, os.W_OK):
+            raise environment(
+                f"Expected to be able to write {path}, but it is read-only (mode {oct(mode & 0o7777)}). "
+                "Nothing was changed. Run torch-lazylog as the owner of the torch install with the "
+                "install writable (in a Dockerfile: before any step that makes it read-only)."
+            )

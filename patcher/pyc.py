@@ -15,27 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from patcher.locate import Interpreter, run_script
+from patcher.interpreter import Interpreter, output, run_module
+from patcher.report import JsonValue
 
 Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
 _NAME = re.compile(r"^(?P<stem>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>\d+))?\.pyc$")
-
-# Runs in the target interpreter: bytecode for new source, as the import system would write it.
-_COMPILE = r"""
-import base64, importlib.util, json, sys
-from importlib import _bootstrap_external as be
-req = json.load(sys.stdin)
-data = base64.b64decode(req["data"])
-out = {"cache_tag": sys.implementation.cache_tag, "source_hash": importlib.util.source_hash(data).hex(), "pycs": []}
-for item in req["pycs"]:
-    code = compile(data, req["dfile"], "exec", dont_inherit=True, optimize=item["optimize"])
-    if item["mode"] == "timestamp":
-        pyc = be._code_to_timestamp_pyc(code, req["mtime"], req["size"])
-    else:
-        pyc = be._code_to_hash_pyc(code, importlib.util.source_hash(data), item["mode"] == "checked-hash")
-    out["pycs"].append(base64.b64encode(bytes(pyc)).decode("ascii"))
-json.dump(out, sys.stdout)
-"""
 
 
 @dataclass(frozen=True)
@@ -45,9 +29,21 @@ class Pyc:
     optimize: int
     mode: Mode
     header: bytes
+    mode_bits: int
+    uid: int
+    gid: int
 
-    def describe(self) -> dict[str, object]:
+    def describe(self) -> dict[str, JsonValue]:
         return {"path": str(self.path), "cache_tag": self.tag, "optimize": self.optimize, "mode": self.mode}
+
+
+@dataclass(frozen=True)
+class Rebuild:
+    """A pyc to write anew from the plan's source: compiled by the target interpreter before staging."""
+
+    pyc: Pyc
+    source: bytes
+    mtime_ns: int
 
 
 def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
@@ -64,6 +60,17 @@ def _mode(flags: int) -> Mode:
     return modes.get(flags, "invalid")
 
 
+def _read(path: Path, tag: str, optimize: int) -> Pyc | None:
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(16)
+            st = os.fstat(handle.fileno())
+    except OSError:
+        return None
+    flags = int.from_bytes(header[4:8], "little") if len(header) == 16 else -1
+    return Pyc(path, tag, optimize, _mode(flags), header, st.st_mode & 0o7777, st.st_uid, st.st_gid)
+
+
 def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:
     stem = source.name.rsplit(".", 1)[0]
     found = []
@@ -74,33 +81,33 @@ def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:
             continue
         for name in names:
             match = _NAME.match(name)
-            if match is None or match["stem"] != stem:
-                continue
-            path = directory / name
-            try:
-                with open(path, "rb") as handle:
-                    header = handle.read(16)
-            except OSError:
-                continue
-            flags = int.from_bytes(header[4:8], "little") if len(header) == 16 else -1
-            found.append(Pyc(path, match["tag"], int(match["opt"] or 0), _mode(flags), header))
+            if match is not None and match["stem"] == stem:
+                item = _read(directory / name, match["tag"], int(match["opt"] or 0))
+                found += [item] if item else []
     return found
 
 
 def compile_for(
     interpreter: Interpreter, pycs: list[Pyc], source: bytes, dfile: Path, mtime_ns: int
 ) -> tuple[list[bytes], str]:
-    """New bytes for each pyc (all of `interpreter`'s tag), and the source hash it computes."""
-    request = {
+    """New bytes for each pyc (all of the interpreter's tag), and the source hash it computes."""
+    from patcher.target import bytecode
+
+    request: dict[str, object] = {
         "data": base64.b64encode(source).decode("ascii"),
         "dfile": str(dfile),
         "mtime": mtime_ns // 1_000_000_000,
-        "size": len(source),
         "pycs": [{"optimize": p.optimize, "mode": p.mode} for p in pycs],
     }
-    stdout = run_script(interpreter.executable, _COMPILE, "compile graph.py", stdin=json.dumps(request))
-    out = json.loads(stdout)
-    return [base64.b64decode(p) for p in out["pycs"]], str(out["source_hash"])
+    if interpreter.in_process:
+        out = bytecode.build(request)
+    else:
+        what = "compile graph.py"
+        done = run_module(interpreter.executable, bytecode, what, stdin=json.dumps(request))
+        out = json.loads(output(interpreter.executable, done, what))
+    built = out["pycs"]
+    assert isinstance(built, list)
+    return [base64.b64decode(p) for p in built], str(out["source_hash"])
 
 
 def source_hash(interpreter: Interpreter, source: bytes) -> str:

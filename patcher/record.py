@@ -134,27 +134,36 @@ class UndoRecord:
         )
 
 
-def _rows(record: bytes) -> list[tuple[int, bytes, str]]:
-    """(offset, line with its terminator, first field) for every row of a RECORD."""
+@dataclass(frozen=True)
+class Row:
+    offset: int
+    line: bytes  # with its terminator
+    path: str
+    hash: str
+
+
+def rows(record: bytes) -> list[Row]:
+    """Every row of a RECORD, with its byte offset: the one way this tool reads RECORD."""
     try:
         text = record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise environment(
             f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason}). {_REINSTALL}"
         ) from exc
-    rows = []
+    lines = text.splitlines(keepends=True)
+    try:
+        fields = list(csv.reader(line.rstrip("\r\n") for line in lines))
+    except csv.Error as exc:
+        raise environment(
+            f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
+        ) from exc
+    found = []
     offset = 0
-    for line in text.splitlines(keepends=True):
+    for line, row in zip(lines, fields, strict=True):
         encoded = line.encode("utf-8")
-        try:
-            fields = next(csv.reader([line.rstrip("\r\n")]), [])
-        except csv.Error as exc:
-            raise environment(
-                f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
-            ) from exc
-        rows.append((offset, encoded, fields[0] if fields else ""))
+        found.append(Row(offset, encoded, row[0] if row else "", row[1] if len(row) > 1 else ""))
         offset += len(encoded)
-    return rows
+    return found
 
 
 def _row(*fields: str) -> str:
@@ -165,12 +174,12 @@ def _row(*fields: str) -> str:
 
 def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str | None) -> Edit:
     """Point `path`'s row at the new hash and size; add `add_row` (no hash) right after it."""
-    matches = [(offset, line) for offset, line, first in _rows(record) if first == path]
+    matches = [row for row in rows(record) if row.path == path]
     if len(matches) != 1:
         raise environment(
             f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. " + _REINSTALL
         )
-    offset, line = matches[0]
+    offset, line = matches[0].offset, matches[0].line
     terminator = line[len(line.rstrip(b"\r\n")) :]
     newline = terminator or (b"\r\n" if b"\r\n" in record else b"\n")
     new = _row(path, digest, str(size)).encode("utf-8")
@@ -180,15 +189,8 @@ def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str |
 
 
 def row_hash(record: bytes, path: str) -> str | None:
-    """The hash field of `path`'s row, or None when there is no such row (a byte search: fast)."""
-    key = path.encode("utf-8") + b","
-    start = 0 if record.startswith(key) else record.find(b"\n" + key) + 1
-    if start == 0 and not record.startswith(key):
-        return None
-    end = record.find(b"\n", start)
-    line = record[start : len(record) if end == -1 else end].rstrip(b"\r")
-    fields = line.split(b",")
-    return fields[1].decode("ascii", "replace") if len(fields) > 1 else ""
+    """The hash field of `path`'s row, or None when there is no such row."""
+    return next((row.hash for row in rows(record) if row.path == path), None)
 
 
 def undo_parse_error(path: str, why: str) -> Exception:

@@ -2,72 +2,26 @@
 
 The site is the one argument `error.operator_str(target, args, kwargs)` (eager) or
 `LazyString(error.operator_str, target, args, kwargs)` (lazy) of the implicit-fallback `log.info`
-in `GraphLowering.call_function`. Its fingerprint is a hash of the enclosing `if`/`elif` branch
-(test and body) as a libcst tree without whitespace or comments, so it does not depend on the
-Python that computes it (`ast.dump` does) nor on formatting.
+in `GraphLowering.call_function`. libcst finds and checks it, entering only that method; the edit
+is a splice at the argument's byte offsets, so every other byte of the file stays as it was. The
+fingerprint is a hash of the enclosing `if`/`elif` branch in the project's canonical form
+(patcher.canonical), so it depends neither on the Python that computes it nor on formatting.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
-import json
+import ast
 import warnings
 from dataclasses import dataclass
 from typing import Literal
 
 import libcst as cst
 
+from patcher.canonical import Uncovered, canonical, digest
 from patcher.edits import Edit, line_edit
 from patcher.spec import PatchSpec
 
 Form = Literal["eager", "lazy"]
-
-# Formatting tokens: their presence or spelling never changes what the code does.
-_FORMATTING = (
-    cst.SimpleWhitespace,
-    cst.ParenthesizedWhitespace,
-    cst.TrailingWhitespace,
-    cst.EmptyLine,
-    cst.Comment,
-    cst.Newline,
-    cst.Comma,
-    cst.LeftParen,
-    cst.RightParen,
-    cst.LeftSquareBracket,
-    cst.RightSquareBracket,
-    cst.LeftCurlyBrace,
-    cst.RightCurlyBrace,
-    cst.Semicolon,
-    cst.Colon,
-    cst.Dot,
-    cst.AssignEqual,
-    cst.MaybeSentinel,
-)
-_FORMATTING_FIELDS = frozenset({"indent", "header", "footer", "leading_lines"})
-
-
-def canonical(node: cst.CSTNode) -> list[object]:
-    """The node as nested lists of type names and values, formatting left out."""
-    out: list[object] = [type(node).__name__]
-    for field in dataclasses.fields(node):
-        if field.name in _FORMATTING_FIELDS:
-            continue
-        value = getattr(node, field.name)
-        items = value if isinstance(value, (list, tuple)) else [value]
-        for item in items:
-            if isinstance(item, _FORMATTING) or item is None:
-                continue
-            if isinstance(item, cst.CSTNode):
-                out.append([field.name, canonical(item)])
-            elif isinstance(item, (str, int, bool)):
-                out.append([field.name, item])
-    return out
-
-
-def _digest(value: object) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -100,38 +54,51 @@ Outcome = Rewritten | Unchanged | Refused
 
 
 @dataclass(frozen=True)
-class _Candidate:
+class _Found:
     form: Form
     arg: cst.Arg
     call: cst.Call | None
-    scope: str
     branch: cst.If | None
 
 
 class _SiteFinder(cst.CSTVisitor):
-    def __init__(self, eager: cst.BaseExpression, lazy: cst.BaseExpression) -> None:
+    """Enters only the classes and functions on the scope path; records arguments of either form."""
+
+    def __init__(self, scope: list[str], forms: dict[Form, cst.Call]) -> None:
         super().__init__()
-        self._forms: list[tuple[Form, list[object], list[object]]] = [
-            ("eager", canonical(eager), canonical(_callee(eager))),
-            ("lazy", canonical(lazy), canonical(_callee(lazy))),
-        ]
-        self._last_names = {_last_name(_callee(eager)), _last_name(_callee(lazy))}
-        self._scope: list[str] = []
+        self._scope = scope
+        self._depth = 0
+        self._entered: list[bool] = []
+        self._forms = {form: canonical(call) for form, call in forms.items()}
+        self._names = {_last_name(call.func) for call in forms.values()}
         self._branches: list[cst.If] = []
         self._calls: list[cst.Call] = []
-        self.found: list[_Candidate] = []
+        self.found: list[_Found] = []
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self._scope.append(node.name.value)
+    def _enter(self, name: str) -> bool:
+        # timid: a call in any other class or function (a nested one included) is not the site
+        entered = self._depth < len(self._scope) and name == self._scope[self._depth]
+        self._entered.append(entered)
+        self._depth += entered
+        return entered
+
+    def _leave(self) -> None:
+        self._depth -= self._entered.pop()  # libcst calls leave_* for skipped nodes too
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return self._enter(node.name.value)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._scope.pop()
+        self._leave()
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scope.append(node.name.value)
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return self._enter(node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._scope.pop()
+        self._leave()
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        return self._depth == len(self._scope)  # module- and class-level statements hold no site
 
     def visit_If_body(self, node: cst.If) -> None:
         self._branches.append(node)
@@ -146,31 +113,24 @@ class _SiteFinder(cst.CSTVisitor):
         self._calls.pop()
 
     def visit_Arg(self, node: cst.Arg) -> None:
-        if not isinstance(node.value, cst.Call) or _last_name(node.value.func) not in self._last_names:
+        value = node.value
+        if not isinstance(value, cst.Call) or _last_name(value.func) not in self._names:
             return  # the cheap filter: most arguments are not calls of operator_str or LazyString
-        callee = canonical(node.value.func)
-        for form, whole, wanted_callee in self._forms:
-            if callee == wanted_callee and canonical(node.value) == whole:
-                self.found.append(
-                    _Candidate(
-                        form=form,
-                        arg=node,
-                        call=self._calls[-1] if self._calls else None,
-                        scope=".".join(self._scope),
-                        branch=self._branches[-1] if self._branches else None,
-                    )
-                )
+        try:
+            shape = canonical(value)
+        except Uncovered:
+            return
+        for form, wanted in self._forms.items():
+            if shape == wanted:
+                call = self._calls[-1] if self._calls else None  # the call this is an argument of
+                branch = self._branches[-1] if self._branches else None
+                self.found.append(_Found(form, node, call, branch))
 
 
 def _last_name(func: cst.BaseExpression) -> str | None:
     if isinstance(func, cst.Attribute):
         return func.attr.value
     return func.value if isinstance(func, cst.Name) else None
-
-
-def _callee(expr: cst.BaseExpression) -> cst.BaseExpression:
-    assert isinstance(expr, cst.Call), "patch definitions name calls"
-    return expr.func
 
 
 def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
@@ -180,9 +140,7 @@ def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
         for small in statement.body:
             if not isinstance(small, cst.ImportFrom) or small.module is None or small.relative:
                 continue
-            if module.code_for_node(small.module) != module_name:
-                continue
-            if isinstance(small.names, cst.ImportStar):
+            if isinstance(small.names, cst.ImportStar) or module.code_for_node(small.module) != module_name:
                 continue
             for alias in small.names:
                 bound = alias.asname.name if alias.asname else alias.name
@@ -191,35 +149,13 @@ def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
     return False
 
 
-def _site(module: cst.Module, candidate: _Candidate) -> Site:
-    assert candidate.branch is not None
-    branch = candidate.branch
-    fingerprint = _digest(
-        {
-            "scope": candidate.scope,
-            "test": canonical(branch.test),
-            "body": canonical(branch.body),
-        }
-    )
-    code = module.code_for_node(branch.with_changes(orelse=None, leading_lines=()))
-    return Site(form=candidate.form, fingerprint=fingerprint, code=code)
-
-
-def _expected_call(spec: PatchSpec, form: Form) -> cst.BaseExpression:
-    argument = spec.eager if form == "eager" else spec.lazy
-    return cst.parse_expression(f"{spec.call}({spec.message}, {argument})")
-
-
-def _compile(source: bytes) -> None:
-    with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
-        warnings.simplefilter("ignore")
-        compile(source, "graph.py", "exec", dont_inherit=True)
-
-
-def parse(source: bytes) -> cst.Module | Refused:
+def _parse(source: bytes) -> tuple[cst.Module, ast.Module] | Refused:
     try:
-        _compile(source)
-        return cst.parse_module(source)
+        with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source, "graph.py")
+            compile(tree, "graph.py", "exec", dont_inherit=True)
+        return cst.parse_module(source), tree
     except UnicodeDecodeError as exc:
         return Refused(
             f"graph.py is not valid text in its declared encoding ({exc.reason} at byte {exc.start})"
@@ -228,62 +164,116 @@ def parse(source: bytes) -> cst.Module | Refused:
         return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
 
 
-def find_site(module: cst.Module, spec: PatchSpec) -> tuple[Site, _Candidate] | Refused:
-    eager = cst.parse_expression(spec.eager)
-    lazy = cst.parse_expression(spec.lazy)
-    finder = _SiteFinder(eager, lazy)
+def _call(code: str) -> cst.Call:
+    call = cst.parse_expression(code)
+    assert isinstance(call, cst.Call), "patch definitions name calls"
+    return call
+
+
+def _expected(spec: PatchSpec, form: Form) -> cst.Call:
+    return _call(f"{spec.call}({spec.message}, {spec.eager if form == 'eager' else spec.lazy})")
+
+
+def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refused:
+    finder = _SiteFinder(spec.scope.split("."), {"eager": _call(spec.eager), "lazy": _call(spec.lazy)})
     module.visit(finder)
-    found = finder.found
-    if not found:
-        return Refused(f"the argument `{spec.eager}` (or its lazy form) is not in graph.py")
-    if len(found) > 1:
+    # timid: the finder enters only the scope; the same text anywhere else in the file is a refusal too
+    elsewhere = sum(source.count(text.encode()) for text in (spec.eager, spec.lazy)) - len(finder.found)
+    if not finder.found:
         return Refused(
-            f"the argument `{spec.eager}` (or its lazy form) occurs {len(found)} times; expected once"
+            f"the argument `{spec.eager}` (or its lazy form) is not in graph.py: "
+            f"expected `{spec.scope}` to pass it to `{spec.call}`"
         )
-    (candidate,) = found
-    expected = _expected_call(spec, candidate.form)
-    if candidate.call is None or canonical(candidate.call) != canonical(expected):
-        shown = module.code_for_node(candidate.call).strip() if candidate.call else "no call"
+    if len(finder.found) + max(elsewhere, 0) > 1:
+        return Refused(
+            f"the argument `{spec.eager}` (or its lazy form) occurs "
+            f"{len(finder.found) + max(elsewhere, 0)} times; expected once"
+        )
+    (found,) = finder.found
+    expected = _expected(spec, found.form)
+    if found.call is None or canonical(found.call) != canonical(expected):
+        shown = module.code_for_node(found.call).strip() if found.call else "no call"
         return Refused(
             f"the log call differs from the known one: expected `{module.code_for_node(expected)}`, "
             f"found `{' '.join(shown.split())}`"
         )
-    if candidate.scope != spec.scope:
-        return Refused(f"the log call is in `{candidate.scope or '<module>'}`, expected `{spec.scope}`")
-    if candidate.branch is None:
+    if found.branch is None:
         return Refused("the log call is not inside an `if`/`elif` branch")
     if not _imports_name(module, spec.import_module, spec.import_name):
         return Refused(
             f"graph.py does not import `{spec.import_name}` from `{spec.import_module}` at module level"
         )
-    return _site(module, candidate), candidate
+    return found
+
+
+def _site(module: cst.Module, found: _Found, spec: PatchSpec) -> Site | Refused:
+    assert found.branch is not None
+    branch = found.branch
+    try:
+        shape = {"scope": spec.scope, "test": canonical(branch.test), "body": canonical(branch.body)}
+    except Uncovered as exc:
+        return Refused(f"its implicit-fallback branch cannot be fingerprinted: {exc}")
+    code = module.code_for_node(branch.with_changes(orelse=None, leading_lines=()))
+    return Site(form=found.form, fingerprint=digest(shape), code=code)
+
+
+def _line_starts(source: bytes) -> list[int]:
+    starts = [0]
+    for line in source.splitlines(keepends=True):  # \n, \r\n and \r, as the tokenizer counts lines
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tuple[int, int] | None:
+    """Byte offsets of the one call in `scope` whose source is exactly `text` (ast's columns are bytes)."""
+    body: list[ast.stmt] = tree.body
+    node: ast.AST = tree
+    for name in scope:
+        named = [n for n in body if isinstance(n, (ast.ClassDef, ast.FunctionDef)) and n.name == name]
+        if len(named) != 1:
+            return None  # timid: the scope is ambiguous in ast's view
+        node = named[0]
+        body = named[0].body
+    starts = _line_starts(source)
+    spans = []
+    for call in ast.walk(node):
+        if isinstance(call, ast.Call) and call.end_lineno is not None and call.end_col_offset is not None:
+            start = starts[call.lineno - 1] + call.col_offset
+            end = starts[call.end_lineno - 1] + call.end_col_offset
+            if source[start:end] == text:
+                spans.append((start, end))
+    return spans[0] if len(spans) == 1 else None
 
 
 def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy") -> Outcome:
     """Turn the site into form `to`; every other byte stays as it was."""
-    module = parse(source)
-    if isinstance(module, Refused):
-        return module
-    located = find_site(module, spec)
-    if isinstance(located, Refused):
-        return located
-    site, candidate = located
-    if site.form == to:
-        return Unchanged(site)
-    replacement = cst.parse_expression(spec.lazy if to == "lazy" else spec.eager)
-    new_module = module.deep_replace(candidate.arg.value, replacement)
-    assert isinstance(new_module, cst.Module)
-    new_source = new_module.bytes
+    parsed = _parse(source)
+    if isinstance(parsed, Refused):
+        return parsed
+    module, tree = parsed
+    found = _find(source, module, spec)
+    if isinstance(found, Refused):
+        return found
+    site = _site(module, found, spec)
+    if isinstance(site, Refused) or site.form == to:
+        return site if isinstance(site, Refused) else Unchanged(site)
+    encoding = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is not ours to add
+    old = module.code_for_node(found.arg.value).encode(encoding)
+    span = _span(source, tree, spec.scope.split("."), old)
+    if span is None:  # timid: libcst and ast disagree about where the argument is
+        return Refused(f"the argument `{spec.eager}` could not be located by its byte offsets")
+    replacement = (spec.lazy if to == "lazy" else spec.eager).encode(encoding)
+    new_source = source[: span[0]] + replacement + source[span[1] :]
     try:
-        _compile(new_source)
-    except (SyntaxError, ValueError) as exc:  # pragma: no cover - replacing an expression by an expression
+        compile(new_source, "graph.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:  # pragma: no cover - an expression replaced by an expression
         return Refused(f"the rewritten graph.py would not compile ({exc})")
     return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
 
 
 def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
-    module = parse(source)
-    if isinstance(module, Refused):
-        return module
-    located = find_site(module, spec)
-    return located if isinstance(located, Refused) else located[0]
+    parsed = _parse(source)
+    if isinstance(parsed, Refused):
+        return parsed
+    found = _find(source, parsed[0], spec)
+    return found if isinstance(found, Refused) else _site(parsed[0], found, spec)

@@ -44,7 +44,7 @@ class Unavailable(Exception):
 
 
 @contextlib.contextmanager
-def _cache_lock(name: str) -> Iterator[None]:
+def cache_lock(name: str) -> Iterator[None]:
     CACHE.mkdir(parents=True, exist_ok=True)
     with open(CACHE / f".{name}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -63,7 +63,7 @@ def wheel(version: str) -> Path:
     found = sorted(directory.glob(f"torch-{version}-*.whl"))
     if found:
         return found[0]
-    with _cache_lock("wheels"):
+    with cache_lock("wheels"):
         found = sorted(directory.glob(f"torch-{version}-*.whl"))
         if found:
             return found[0]
@@ -89,7 +89,7 @@ def _extracted(version: str) -> Path:
     tree = CACHE / "trees" / f"torch-{version}"
     if (tree / ".complete").exists():
         return tree
-    with _cache_lock("trees"):
+    with cache_lock("trees"):
         if (tree / ".complete").exists():
             return tree
         shutil.rmtree(tree, ignore_errors=True)
@@ -131,7 +131,7 @@ def torch_venv(version: str) -> Path:
     venv = CACHE / "venvs" / f"torch-{version}-py{sys.version_info.major}.{sys.version_info.minor}"
     if _ready(venv):
         return venv
-    with _cache_lock(f"venv-{version}"):
+    with cache_lock(f"venv-{version}"):
         if _ready(venv):
             return venv
         shutil.rmtree(venv, ignore_errors=True)

@@ -64,7 +64,7 @@ def test_missing_torch_dir_is_an_environment_error(
 def test_unrunnable_python_is_an_environment_error(tmp_path: Path, run: Callable[..., Result]) -> None:
     result = run("verify", "--python", str(tmp_path / "python3"))
     assert result.exit_code == 4
-    assert "could not be run" in result.stderr
+    assert "found no such file" in result.stderr
     assert "Traceback" not in result.output
 
 

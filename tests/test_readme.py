@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.test_safety_bytecode import BYTECODE_CASES
-from tests.test_safety_crash import _points
+from tests.test_safety_crash import _expected_points
 from tests.test_safety_fuzz import FUZZ_CASES, FUZZ_LONG_CASES
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -18,7 +18,7 @@ def _safety_row(start: str) -> str:
 
 
 def test_safety_table_counts_match_the_tests(tmp_path: Path) -> None:
-    apply_steps, revert_steps = len(_points("apply", tmp_path)), len(_points("revert", tmp_path))
+    apply_steps, revert_steps = len(_expected_points("apply")), len(_expected_points("revert"))
     for start in ("exception at each", "SIGKILL at each"):
         assert f"{apply_steps} apply + {revert_steps} revert" in _safety_row(start)
     assert f"{BYTECODE_CASES} pycs" in _safety_row("pycs:")

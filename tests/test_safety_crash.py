@@ -7,6 +7,8 @@ tells which, and running the command again finishes the job with no temp file le
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import signal
 from collections.abc import Callable
@@ -16,11 +18,13 @@ import pytest
 from click.testing import Result
 
 from tests import realdata
-from tests.conftest import need, sha256, snapshot
-from tests.helpers import check_pyc, make_pyc, tool
+from tests.conftest import need, snapshot
+from tests.helpers import cache_tag, check_pyc, make_pyc, tool
 
 VERSION = "2.10.0"
 TEMP = "*.torch-lazylog.tmp"
+EAGER = b"error.operator_str(target, args, kwargs),"
+LAZY = b"LazyString(error.operator_str, target, args, kwargs),"
 
 
 def _tree(base: Path, name: str) -> Path:
@@ -34,6 +38,25 @@ def _tree(base: Path, name: str) -> Path:
     return torch_dir
 
 
+def _labels(tag: str) -> list[str]:
+    return ["undo", "graph", f"pyc-graph.{tag}.opt-2.pyc", f"pyc-graph.{tag}.pyc", "RECORD"]
+
+
+def _expected_points(command: str) -> list[str]:
+    """Every write step, in order: staged (written, fsynced) for all files, then each committed."""
+    tag = cache_tag()
+    if command == "apply":
+        staged, committed = _labels(tag), [*_labels(tag)[:4], "pyc-graph.cpython-399.pyc", "RECORD"]
+    else:
+        staged, committed = _labels(tag)[1:], [*_labels(tag)[1:], "undo"]
+    return [f"{stage}:{label}" for label in staged for stage in ("written", "fsynced")] + [
+        f"{stage}:{label}" for label in committed for stage in ("commit", "committed")
+    ]
+
+
+POINTS = [(command, point) for command in ("apply", "revert") for point in _expected_points(command)]
+
+
 def _points(command: str, tmp_path: Path) -> list[str]:
     torch_dir = _tree(tmp_path, f"trace-{command}")
     if command == "revert":
@@ -41,85 +64,79 @@ def _points(command: str, tmp_path: Path) -> list[str]:
     trace = tmp_path / f"trace-{command}.txt"
     done = tool(command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_TRACE": str(trace)})
     assert done.returncode == 0, done.stderr
-    points = trace.read_text().split()
-    assert len(points) == len(set(points))
-    return points
+    return trace.read_text().split()
 
 
 def _without_pycache(snap: dict[str, tuple[bytes, int, int]]) -> dict[str, tuple[bytes, int, int]]:
     return {k: v for k, v in snap.items() if "__pycache__" not in k}
 
 
-@pytest.fixture(scope="module")
-def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
-    base = tmp_path_factory.mktemp("traces")
-    return {command: _points(command, base) for command in ("apply", "revert")}
+@pytest.mark.parametrize("command", ["apply", "revert"])
+def test_the_crash_cases_are_every_traced_write_step(command: str, tmp_path: Path) -> None:
+    """The parametrised crash cases below are exactly the steps a real run passes, in order."""
+    assert _points(command, tmp_path) == _expected_points(command)
 
 
-def test_every_write_step_is_traced(traces: dict[str, list[str]]) -> None:
-    apply_points, revert_points = traces["apply"], traces["revert"]
-    for label in ("undo", "graph", "RECORD", "pyc-graph.cpython-311.pyc", "pyc-graph.cpython-311.opt-2.pyc"):
-        for stage in ("written", "fsynced", "commit", "committed"):
-            assert f"{stage}:{label}" in apply_points
-    assert "commit:pyc-graph.cpython-399.pyc" in apply_points
-    assert {"written:graph", "commit:RECORD", "commit:undo", "committed:undo"} <= set(revert_points)
+def _record_row_matches(site: Path, graph: bytes) -> bool:
+    record = next(site.glob("torch-*.dist-info")).joinpath("RECORD").read_text()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(graph).digest()).rstrip(b"=").decode()
+    return f"torch/_inductor/graph.py,sha256={digest},{len(graph)}" in record
 
 
 @pytest.mark.parametrize("action", ["exception", "kill"])
-@pytest.mark.parametrize("command", ["apply", "revert"])
-def test_crash_at_every_step_recovers(
+@pytest.mark.parametrize(("command", "point"), POINTS)
+def test_crash_at_step_recovers(
     command: str,
+    point: str,
     action: str,
-    traces: dict[str, list[str]],
     tmp_path: Path,
     run: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    points = traces[command]
-    for index, point in enumerate(points):
-        torch_dir = _tree(tmp_path, f"{index}")
-        site = torch_dir.parent
-        graph = torch_dir / "_inductor" / "graph.py"
-        pristine = snapshot(site)
-        original = sha256(graph.read_bytes())
-        if command == "revert":
-            assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
-        patched = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)["sha256"]
-        if command == "apply":
-            patched = None  # not known yet: anything but the original must be the one patched form
+    torch_dir = _tree(tmp_path, "site")
+    site = torch_dir.parent
+    graph = torch_dir / "_inductor" / "graph.py"
+    pristine = snapshot(site)
+    original = graph.read_bytes()
+    patched = original.replace(EAGER, LAZY)  # independent of the tool: the one-argument change
+    assert patched != original
+    if command == "revert":
+        assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+        assert graph.read_bytes() == patched
 
-        if action == "exception":
-            monkeypatch.setenv("TORCH_LAZYLOG_FAILPOINT", point)
-            failed = run(command, "--torch-dir", str(torch_dir))
-            monkeypatch.delenv("TORCH_LAZYLOG_FAILPOINT")
-            assert failed.exit_code == 4, (point, failed.output)
-            assert "injected failure" in failed.stderr
-            assert not list(site.rglob(TEMP)), f"{point}: temp file left after a caught failure"
-        else:
-            died = tool(
-                command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_FAILPOINT": f"{point}@kill"}
-            )
-            assert died.returncode == -signal.SIGKILL, (point, died.stderr)
+    if action == "exception":
+        monkeypatch.setenv("TORCH_LAZYLOG_FAILPOINT", point)
+        failed = run(command, "--torch-dir", str(torch_dir))
+        monkeypatch.delenv("TORCH_LAZYLOG_FAILPOINT")
+        assert failed.exit_code == 4, failed.output
+        assert f"injected failure at {point}" in failed.stderr
+        assert not list(site.rglob(TEMP)), "temp file left after a caught failure"
+    else:
+        died = tool(command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_FAILPOINT": f"{point}@kill"})
+        assert died.returncode == -signal.SIGKILL, died.stderr
 
-        now = sha256(graph.read_bytes())
-        verify = run("verify", "--torch-dir", str(torch_dir), "--json")
-        report = json.loads(verify.stdout)
-        if now == original:
-            assert report["state"] == "eager" and verify.exit_code == 1, (point, report)
-        else:
-            assert patched in (None, now), f"{point}: graph.py is torn"
-            assert report["state"] == "patched", (point, report)
-            assert verify.exit_code == 0 or report["problems"], (point, report)
+    now = graph.read_bytes()
+    assert now in (original, patched), "graph.py is torn"
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(verify.stdout)
+    if now == original:
+        assert (report["state"], verify.exit_code) == ("eager", 1), report
+    else:
+        assert report["state"] == "patched", report
+        # complete only when RECORD lists the patched bytes (RECORD is committed last)
+        complete = _record_row_matches(site, now)
+        assert (verify.exit_code, bool(report["problems"])) == ((0, False) if complete else (1, True)), report
 
-        again = run(command, "--torch-dir", str(torch_dir))
-        assert again.exit_code == 0, (point, again.output)
-        assert not list(site.rglob(TEMP)), f"{point}: temp file left after recovery"
-        final = run("verify", "--torch-dir", str(torch_dir), "--json")
-        if command == "apply":
-            assert final.exit_code == 0, (point, final.stdout)
-        else:
-            assert final.exit_code == 1 and json.loads(final.stdout)["problems"] == [], (point, final.stdout)
-            assert _without_pycache(snapshot(site)) == _without_pycache(pristine), point
-        for optimize, name in ((0, "graph.cpython-311.pyc"), (2, "graph.cpython-311.opt-2.pyc")):
-            seen = check_pyc(graph.parent / "__pycache__" / name, graph, optimize)
-            assert seen["fresh"] and seen["same_code"], (point, name, seen)
+    again = run(command, "--torch-dir", str(torch_dir))
+    assert again.exit_code == 0, again.output
+    assert not list(site.rglob(TEMP)), "temp file left after recovery"
+    final = run("verify", "--torch-dir", str(torch_dir), "--json")
+    if command == "apply":
+        assert final.exit_code == 0, final.stdout
+        assert graph.read_bytes() == patched and _record_row_matches(site, patched)
+    else:
+        assert final.exit_code == 1 and json.loads(final.stdout)["problems"] == [], final.stdout
+        assert _without_pycache(snapshot(site)) == _without_pycache(pristine)
+    for optimize, name in ((0, f"graph.{cache_tag()}.pyc"), (2, f"graph.{cache_tag()}.opt-2.pyc")):
+        seen = check_pyc(graph.parent / "__pycache__" / name, graph, optimize)
+        assert seen["fresh"] and seen["same_code"], (name, seen)

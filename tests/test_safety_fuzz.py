@@ -11,12 +11,11 @@ from __future__ import annotations
 import functools
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from patcher import spec as spec_module
-from patcher.edits import line_edit
-from patcher.engine import decide
+from patcher.classify import decide
 from tests import realdata
 from tests.conftest import need
 
@@ -72,6 +71,18 @@ def _compiles(source: bytes) -> bool:
     return True
 
 
+def _one_replacement(source: bytes, result: bytes) -> bool:
+    """The oracle, from bytes alone: `result` is `source` with one EAGER replaced by LAZY, nothing else."""
+    if len(result) != len(source) + len(LAZY) - len(EAGER):
+        return False
+    at = 0
+    while (at := source.find(EAGER, at)) != -1:
+        if result == source[:at] + LAZY + source[at + len(EAGER) :]:
+            return True
+        at += 1
+    return False
+
+
 def _check(case: tuple[str, bytes, bytes]) -> None:
     version, _, source = case
     known, rewritten = decide(source, SPEC, version)
@@ -80,21 +91,18 @@ def _check(case: tuple[str, bytes, bytes]) -> None:
         assert known.state in ("unknown", "native", "patched")
         return
     assert known.state == "eager" and known.release is not None
-    assert _compiles(source) and _compiles(rewritten.source)
-    edit = line_edit(source, rewritten.source)
-    assert edit.old.count(b"\n") <= 1 and EAGER in edit.old
-    assert edit.new == edit.old.replace(EAGER, LAZY, 1)
-    assert source.count(EAGER) == 1
+    assert _one_replacement(source, rewritten.source), "the rewrite changed more than the one argument"
+    assert _compiles(rewritten.source)
 
 
-@settings(max_examples=FUZZ_CASES, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=FUZZ_CASES, deadline=None, derandomize=True)
 @given(mutated())
 def test_mutations_are_patched_exactly_or_refused(case: tuple[str, bytes, bytes]) -> None:
     _check(case)
 
 
 @pytest.mark.fuzz_long
-@settings(max_examples=FUZZ_LONG_CASES, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=FUZZ_LONG_CASES, deadline=None)
 @given(mutated())
 def test_mutations_long_run(case: tuple[str, bytes, bytes]) -> None:
     _check(case)

@@ -1,0 +1,118 @@
+"""What a graph.py is, pure: its bytes and the known releases in, a state and the nearest release out.
+
+By the whole-file hash first (no parse); by the libcst site fingerprint only when no hash is known.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from patcher.hashes import sha256, version_key
+from patcher.spec import PatchSpec, Release
+
+if TYPE_CHECKING:
+    from patcher.transform import Rewritten, Site
+
+State = Literal["eager", "patched", "native", "unknown"]
+Match = Literal["exact", "site"]
+
+
+@dataclass(frozen=True)
+class Known:
+    state: State
+    release: Release | None
+    match: Match | None
+    reason: str = ""
+    diff: str = ""
+
+    def described(self) -> str:
+        return describe(self.release.version if self.release else None, self.match)
+
+
+def describe(release: str | None, match: str | None) -> str:
+    if release is None:
+        return ""
+    how = "identical to" if match == "exact" else "same patch site as"
+    return f" ({how} torch {release})"
+
+
+def base_version(version: str | None) -> str:
+    return (version or "").split("+")[0]
+
+
+def _nearest(rows: list[Release], torch_version: str | None) -> Release:
+    same = [r for r in rows if r.version == base_version(torch_version)]
+    return same[0] if same else max(rows, key=lambda r: version_key(r.version))
+
+
+def site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None) -> str:
+    """A short diff of this branch against the most similar known one."""
+    by_site: dict[str, list[Release]] = {}
+    for row in spec.releases.rows:
+        fingerprint = row.site if form == "eager" or row.state == "native" else row.patched_site
+        if fingerprint in spec.releases.site_code:
+            by_site.setdefault(fingerprint, []).append(row)
+    if not by_site:
+        return ""
+    scored = []
+    for fingerprint, rows in by_site.items():
+        row = _nearest(rows, torch_version)
+        ratio = difflib.SequenceMatcher(None, spec.releases.site_code[fingerprint], code).ratio()
+        same = row.version == base_version(torch_version)
+        scored.append((ratio, same, version_key(row.version), fingerprint, row))
+    *_, fingerprint, row = max(scored)
+    lines = list(
+        difflib.unified_diff(
+            spec.releases.site_code[fingerprint].splitlines(),
+            code.splitlines(),
+            f"torch {row.version} (nearest release)",
+            f"torch {torch_version or '(installed)'}",
+            n=1,
+            lineterm="",
+        )
+    )
+    shown = lines[:24] + (["..."] if len(lines) > 24 else [])
+    return f"The branch differs from the nearest release, {row.version}:\n" + "\n".join(shown)
+
+
+def by_hash(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known | None:
+    hit = spec.releases.by_sha256(sha256(source))
+    return None if hit is None else Known(hit[0], _nearest(hit[1], torch_version), "exact")
+
+
+def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
+    state, rows = spec.releases.by_site(site.fingerprint, site.form)
+    if not rows:
+        reason = "its implicit-fallback branch matches no known release"
+        return Known("unknown", None, None, reason, site_diff(spec, site.code, site.form, torch_version))
+    return Known(state, _nearest(rows, torch_version), "site")
+
+
+def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known:
+    """What this graph.py is: by its hash when known (no parse), else by its site fingerprint."""
+    hit = by_hash(source, spec, torch_version)
+    if hit is not None:
+        return hit
+    from patcher.transform import Refused, site_of  # libcst: only when no hash is known
+
+    site = site_of(source, spec)
+    if isinstance(site, Refused):
+        return Known("unknown", None, None, site.reason)
+    return by_site(site, spec, torch_version)
+
+
+def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:
+    """apply's whole decision, with one parse: what the file is, and the rewrite when it is eager."""
+    hit = by_hash(source, spec, torch_version)
+    if hit is not None and hit.state != "eager":
+        return hit, None
+    from patcher.transform import Refused, Rewritten, rewrite
+
+    outcome = rewrite(source, spec, to="lazy")
+    if isinstance(outcome, Refused):
+        return Known("unknown", None, None, outcome.reason), None
+    site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
+    known = hit or by_site(site, spec, torch_version)
+    return known, (outcome if isinstance(outcome, Rewritten) and known.state == "eager" else None)

@@ -1,0 +1,49 @@
+"""What a command reports: built once, never changed; the JSON shape of every result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from patcher.errors import ExitCode
+
+JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+@dataclass(frozen=True)
+class Report:
+    command: str
+    state: str
+    changed: bool
+    message: str
+    code: ExitCode = ExitCode.OK
+    torch_version: str | None = None
+    torch_dir: str | None = None
+    graph_py: str | None = None
+    sha256: str | None = None
+    release: str | None = None
+    match: str | None = None
+    undo_record: str | None = None
+    diff: str | None = None
+    problems: tuple[str, ...] = ()
+    pycs: tuple[dict[str, JsonValue], ...] = ()
+    checks: tuple[dict[str, JsonValue], ...] = ()
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "command": self.command,
+            "state": self.state,
+            "changed": self.changed,
+            "exit_code": int(self.code),
+            "message": self.message,
+            "torch_version": self.torch_version,
+            "torch_dir": self.torch_dir,
+            "graph_py": self.graph_py,
+            "sha256": self.sha256,
+            "release": self.release,
+            "match": self.match,
+            "undo_record": self.undo_record,
+            "diff": self.diff,
+            "problems": list(self.problems),
+            "pycs": list(self.pycs),
+            "checks": list(self.checks),
+        }

@@ -1,0 +1,116 @@
+"""Everything apply, verify and revert decide from, read once under the lock. Reads only."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from patcher import fsio, pyc
+from patcher.classify import base_version
+from patcher.errors import environment
+from patcher.hashes import sha256
+from patcher.locate import Target
+from patcher.record import UndoRecord, undo_parse_error
+from patcher.spec import PatchSpec
+
+
+@dataclass(frozen=True)
+class FileStat:
+    mode: int  # permission bits
+    uid: int
+    gid: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileStat:
+        return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime_ns)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    graph: bytes
+    graph_stat: FileStat
+    record: bytes | None
+    record_stat: FileStat | None
+    undo: UndoRecord | None
+    pycs: tuple[pyc.Pyc, ...]
+    own_tag: str | None
+    source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
+    leftovers: tuple[Path, ...]
+
+    @property
+    def sha256(self) -> str:
+        return sha256(self.graph)
+
+    @property
+    def recorded_patched(self) -> bool:
+        """graph.py is exactly what this tool's undo record says it patched it to."""
+        return self.undo is not None and self.sha256 == self.undo.graph.after.sha256
+
+    def own_pycs(self) -> list[pyc.Pyc]:
+        return [p for p in self.pycs if p.tag == self.own_tag]
+
+    def stale_pycs(self) -> list[pyc.Pyc]:
+        mtime = self.graph_stat.mtime_ns / 1e9
+        return [p for p in self.own_pycs() if pyc.stale(p, self.graph, mtime, self.source_hash)]
+
+
+def _read(path: Path, what: str) -> tuple[bytes, os.stat_result]:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(), os.fstat(handle.fileno())
+    except OSError as exc:
+        raise environment(f"Could not read {what} {path}: {exc.strerror}.") from exc
+
+
+def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
+    if target.record_file is None:
+        return None, None
+    try:
+        with open(target.record_file, "rb") as handle:
+            data, st = handle.read(), os.fstat(handle.fileno())
+    except OSError as exc:
+        raise environment(
+            f"Expected {target.record_file} (the list of torch's installed files), but could not read it "
+            f"({exc.strerror}). "
+            "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps "
+            f"torch=={base_version(target.torch_version) or '<version>'})."
+        ) from exc
+    return data, FileStat.of(st)
+
+
+def _undo(target: Target, spec: PatchSpec) -> UndoRecord | None:
+    try:
+        raw = target.undo_path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise environment(f"Could not read the undo record {target.undo_path}: {exc.strerror}.") from exc
+    record_path = f"{target.dist_info.name}/RECORD" if target.dist_info else None
+    try:
+        return UndoRecord.parse(raw, spec.id, spec.record_path, record_path)
+    except ValueError as exc:
+        raise undo_parse_error(str(target.undo_path), str(exc)) from exc
+
+
+def read(target: Target, spec: PatchSpec) -> Snapshot:
+    graph, st = _read(target.graph, "graph.py")
+    record, record_stat = _record(target)
+    prefix = target.interpreter.pycache_prefix
+    pycs = pyc.find(target.graph, prefix)
+    own_tag = target.interpreter.cache_tag
+    needs_hash = any(p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash") for p in pycs)
+    digest = pyc.source_hash(target.interpreter, graph) if needs_hash else None
+    dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
+    return Snapshot(
+        graph=graph,
+        graph_stat=FileStat.of(st),
+        record=record,
+        record_stat=record_stat,
+        undo=_undo(target, spec),
+        pycs=tuple(pycs),
+        own_tag=own_tag,
+        source_hash=digest,
+        leftovers=tuple(fsio.leftovers(dirs)),
+    )

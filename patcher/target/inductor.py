@@ -1,0 +1,193 @@
+"""`verify --runtime`'s probe: import torch here and watch Inductor's real implicit-fallback path.
+
+A model applies a custom op with no lowering (`mix`, fan-in 2) `depth` times and ends in a second one
+(`tail`) that Inductor first lowers last, with the whole chain as its argument: the case where the
+eager text is huge. OperatorIssue.operator_str is wrapped to count its calls. Phases, each with fresh
+ops (a fallback is registered once per op):
+- filtered: the graph logger at WARNING; operator_str must not be called at all;
+- info: INFO enabled; each emitted "Creating implicit fallback" line must be byte-identical to what
+  operator_str returns for the same arguments;
+- error: implicit fallbacks off; the raised OperatorIssue must still carry the operator text.
+Prints one JSON object. torch is imported only here, never by torch-lazylog itself.
+"""
+
+# No `from __future__ import annotations`: torch.library.custom_op reads the ops' annotations at runtime.
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+Check = dict[str, object]
+LINE = "Creating implicit fallback for:"
+
+
+class Probe:
+    def __init__(self, torch: Any, operator_issue: Any, limit: bool) -> None:
+        self.torch = torch
+        self.texts: list[tuple[str, str]] = []
+        self.checks: list[Check] = []
+        real: Callable[[object, object, object], str] = operator_issue.operator_str
+
+        def counting(target: object, args: object, kwargs: object) -> str:
+            text = "" if limit else real(target, args, kwargs)
+            self.texts.append((str(target), text))
+            return text
+
+        operator_issue.operator_str = staticmethod(counting)
+
+    def check(self, name: str, passed: bool, detail: str) -> None:
+        self.checks.append({"name": name, "passed": bool(passed), "detail": detail})
+
+    def model(self, depth: int, tag: str) -> Callable[[Any, Any], Any]:
+        import torch  # already imported by main(); bound here for the annotations below
+
+        ns = "torch_lazylog_probe"
+
+        @torch.library.custom_op(f"{ns}::mix_{tag}", mutates_args=())  # type: ignore[untyped-decorator]
+        def mix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+            return a * 0.5 + b * 0.25
+
+        @mix.register_fake  # type: ignore[untyped-decorator]
+        def _mix_fake(a: Any, b: Any) -> Any:
+            return torch.empty_like(a)
+
+        @torch.library.custom_op(f"{ns}::tail_{tag}", mutates_args=())  # type: ignore[untyped-decorator]
+        def tail(a: torch.Tensor) -> torch.Tensor:
+            return a + 1
+
+        @tail.register_fake  # type: ignore[untyped-decorator]
+        def _tail_fake(a: Any) -> Any:
+            return torch.empty_like(a)
+
+        def model(x: Any, y: Any) -> Any:
+            prev, cur = x, y
+            for _ in range(depth):
+                prev, cur = cur, mix(cur, prev)
+            return tail(cur)
+
+        return model
+
+    def compile_and_run(self, depth: int, tag: str) -> tuple[float, bool]:
+        torch = self.torch
+        torch._dynamo.reset()
+        model = self.model(depth, tag)
+        x, y = torch.randn(8), torch.randn(8)
+        compiled = torch.compile(model, backend="inductor", fullgraph=True)
+        start = time.perf_counter()
+        got = compiled(x, y)
+        seconds = time.perf_counter() - start
+        return seconds, bool(torch.allclose(got, model(x, y)))
+
+    def calls_for(self, tag: str) -> list[str]:
+        return [text for target, text in self.texts if f"_{tag}." in target or target.endswith(f"_{tag}")]
+
+
+def filtered(probe: Probe, params: dict[str, Any], out: dict[str, Any]) -> None:
+    logging.getLogger("torch._inductor.graph").setLevel(logging.WARNING)
+    if params.get("warmup"):
+        probe.compile_and_run(1, "w")  # first-compile costs (imports, caches) out of the timed runs
+    runs = []
+    for index in range(params.get("repeat", 1)):
+        seconds, same = probe.compile_and_run(params["depth"], f"f{index}")
+        runs.append({"seconds": seconds, "calls": len(probe.calls_for(f"f{index}")), "correct": same})
+    calls = sum(int(run["calls"]) for run in runs)
+    correct = all(run["correct"] for run in runs)
+    out["runs"] = runs
+    out["calls"]["filtered"] = calls
+    out["compile_s"]["filtered"] = runs[0]["seconds"]
+    verdict = "matches" if correct else "differs from"
+    probe.check("compiled_result_correct", correct, f"compiled output {verdict} the eager output")
+    probe.check(
+        "not_formatted_when_filtered",
+        calls == 0,
+        f"operator_str called {calls} time(s) with the graph logger at WARNING (depth {params['depth']})",
+    )
+
+
+class _Keep(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith(LINE):
+            self.lines.append(record.getMessage())
+
+
+def info(probe: Probe) -> None:
+    logger = logging.getLogger("torch._inductor.graph")
+    handler = _Keep()
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        probe.compile_and_run(2, "i")
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.WARNING)
+    # A lazy argument is formatted by each handler that formats the record: compare as sets.
+    expected = {f"{LINE}\n{text}" for text in probe.calls_for("i")}
+    identical = sum(line in expected for line in handler.lines)
+    same = len(handler.lines) == 2 and identical == len(handler.lines)
+    detail = f"{len(handler.lines)} line(s) emitted for 2 new ops, {identical} byte-identical to operator_str"
+    probe.check("info_text_identical", same, detail)
+
+
+def error(probe: Probe, config: Any) -> None:
+    saved = config.implicit_fallbacks
+    config.implicit_fallbacks = False
+    message = ""
+    try:
+        probe.compile_and_run(1, "e")
+    except Exception as exc:
+        chain: list[str] = []
+        seen: BaseException | None = exc
+        while seen is not None:
+            chain.append(f"{type(seen).__name__}: {seen}")
+            seen = seen.__cause__ or seen.__context__
+        message = "\n".join(chain)
+    finally:
+        config.implicit_fallbacks = saved
+    texts = [text for text in probe.calls_for("e") if text]
+    carried = bool(texts) and texts[-1] in message
+    verdict = "carries" if carried else "lacks"
+    probe.check("error_carries_operator_text", carried, f"the raised error {verdict} the operator text")
+
+
+def main(params: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"checks": [], "error": None, "calls": {}, "compile_s": {}}
+    try:
+        import torch
+        import torch._dynamo
+        import torch._inductor.graph as inductor_graph
+        from torch._inductor import config
+        from torch._inductor.exc import OperatorIssue
+    except Exception as exc:
+        out["error"] = f"import torch failed: {type(exc).__name__}: {exc}"
+        return out
+    out["torch_version"] = str(torch.__version__)
+    out["graph_py"] = inductor_graph.__file__
+    expected = params.get("expect_graph")
+    if expected and os.path.realpath(expected) != os.path.realpath(inductor_graph.__file__):
+        return out  # another torch than the one pointed at: say so before compiling anything
+    probe = Probe(torch, OperatorIssue, bool(params.get("limit")))
+    phase = None
+    try:
+        for phase in params["phases"]:
+            if phase == "filtered":
+                filtered(probe, params, out)
+            elif phase == "info":
+                info(probe)
+            elif phase == "error":
+                error(probe, config)
+    except Exception as exc:
+        out["error"] = f"torch.compile failed in phase {phase}: {type(exc).__name__}: {str(exc)[:2000]}"
+    out["checks"] = probe.checks
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(main(json.loads(sys.argv[1]))))
+    sys.exit(0)
