@@ -9,8 +9,7 @@
 Each (variant, depth) point runs in a fresh interpreter: one untimed warm-up compile, then RUNS timed
 cold compiles of the model (fresh custom ops each, so Inductor lowers them anew); the median is kept.
 Variants alternate per depth so that machine drift hits them alike. Writes bench/compile_time.csv,
-bench/compile_time.png and bench/tool_time.csv (apply and verify against `python -c pass` and
-`python -c "import torch"`, same run).
+bench/compile_time.png. The tool's own speed is bench/tool_speed.py.
 """
 
 from __future__ import annotations
@@ -33,8 +32,10 @@ DEPTHS = [*UNPATCHED_DEPTHS, 26, 30, 40]
 
 
 def _tool(venv: Path, *args: str) -> None:
-    done = subprocess.run([str(venv / "bin" / "torch-lazylog"), *args], capture_output=True, text=True)
-    if done.returncode not in (0,):
+    """This checkout's torch-lazylog, aimed at the venv's interpreter (nothing is installed there)."""
+    command = [sys.executable, "-m", "patcher", *args, "--python", str(venv / "bin" / "python")]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
         raise SystemExit(f"torch-lazylog {' '.join(args)} failed: {done.stdout}{done.stderr}")
 
 
@@ -61,42 +62,6 @@ def compile_times(venv: Path, runs: int, depths: list[int], unpatched: list[int]
         _tool(venv, "revert")
         print(row, flush=True)
         rows.append(row)
-    return rows
-
-
-def _wall(command: list[str], runs: int, before: list[str] | None = None) -> float:
-    times = []
-    for _ in range(runs):
-        if before:
-            subprocess.run(before, capture_output=True, check=True)
-        start = time.perf_counter()
-        subprocess.run(command, capture_output=True, check=False)
-        times.append(time.perf_counter() - start)
-    return float(statistics.median(times))
-
-
-def tool_times(venv: Path, runs: int) -> list[dict[str, object]]:
-    python, tool = str(venv / "bin" / "python"), str(venv / "bin" / "torch-lazylog")
-    base = _wall([python, "-c", "pass"], runs)
-    torch_import = _wall([python, "-c", "import torch"], runs)
-    apply = _wall([tool, "apply"], runs, before=[tool, "revert"])
-    verify = _wall([tool, "verify"], runs)  # on the patched torch apply left
-    _tool(venv, "revert")
-    rows = []
-    for name, seconds in [
-        ("python -c pass", base),
-        ('python -c "import torch"', torch_import),
-        ("torch-lazylog apply", apply),
-        ("torch-lazylog verify", verify),
-    ]:
-        rows.append(
-            {
-                "command": name,
-                "median_s": round(seconds, 4),
-                "x_python_pass": round(seconds / base, 2),
-                "x_import_torch": round(seconds / torch_import, 3),
-            }
-        )
     return rows
 
 
@@ -144,7 +109,6 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=HERE, help="where the CSV and PNG files go")
     args = parser.parse_args()
     venv = realdata.torch_venv(args.version)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)], check=True)
     started = time.perf_counter()
     rows = compile_times(
         venv,
@@ -156,8 +120,6 @@ def main() -> None:
     plot(
         rows, args.out / "compile_time.png", f"torch {args.version}, CPU: compile time of the custom-op chain"
     )
-    tools = tool_times(venv, runs=7)
-    _write(args.out / "tool_time.csv", tools)
     print(f"done in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 

@@ -5,9 +5,7 @@ By the whole-file hash first (no parse); by the libcst site fingerprint only whe
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release
@@ -19,8 +17,7 @@ State = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
 
 
-@dataclass(frozen=True)
-class Known:
+class Known(NamedTuple):
     state: State
     release: Release | None
     match: Match | None
@@ -49,6 +46,8 @@ def _nearest(rows: list[Release], torch_version: str | None) -> Release:
 
 def site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None) -> str:
     """A short diff of this branch against the most similar known one."""
+    import difflib  # only for a refusal
+
     by_site: dict[str, list[Release]] = {}
     for row in spec.releases.rows:
         fingerprint = row.site if form == "eager" or row.state == "native" else row.patched_site
@@ -110,9 +109,13 @@ def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[K
         return hit, None
     from patcher.transform import Refused, Rewritten, rewrite
 
-    outcome = rewrite(source, spec, to="lazy")
+    outcome = rewrite(source, spec, to="lazy", compile_check=hit is None)
     if isinstance(outcome, Refused):
         return Known("unknown", None, None, outcome.reason), None
+    row = hit.release if hit is not None else None  # an exact release: the table says what patching gives
+    if row is not None and isinstance(outcome, Rewritten) and sha256(outcome.source) != row.patched_sha256:
+        reason = f"patching it does not give the known patched bytes of torch {row.version}"
+        return Known("unknown", None, None, reason), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
     known = hit or by_site(site, spec, torch_version)
     return known, (outcome if isinstance(outcome, Rewritten) and known.state == "eager" else None)

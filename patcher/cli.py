@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeVar
@@ -29,11 +28,15 @@ def target_options(func: F) -> F:
             "--python",
             "python",
             metavar="PATH",
+            envvar="TORCH_LAZYLOG_PYTHON",
+            show_envvar=True,
             help="Interpreter whose `import torch` is meant (default: the one running torch-lazylog).",
         ),
         click.option(
             "--torch-dir",
             metavar="DIR",
+            envvar="TORCH_LAZYLOG_TORCH_DIR",
+            show_envvar=True,
             help="The torch package directory itself (.../site-packages/torch), instead of finding it.",
         ),
         click.option(
@@ -52,11 +55,11 @@ def _caught(command: str, as_json: bool, verbose: bool, work: Callable[[], T]) -
         return work()
     except LazylogError as exc:
         if verbose:
-            traceback.print_exc()
+            _traceback()
         _fail(command, as_json, exc.code, exc.message, exc.state, exc.details)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
-            traceback.print_exc()
+            _traceback()
         what = (
             f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
         )
@@ -64,6 +67,12 @@ def _caught(command: str, as_json: bool, verbose: bool, work: Callable[[], T]) -
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug."
         )
         _fail(command, as_json, ExitCode.ENVIRONMENT, message, "unknown", {})
+
+
+def _traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
 
 
 def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]) -> NoReturn:

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 def _text(data: bytes) -> str:
@@ -15,8 +14,7 @@ def _bytes(text: str) -> bytes:
     return text.encode("utf-8", "surrogateescape")
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(NamedTuple):
     offset: int
     old: bytes
     new: bytes

@@ -14,8 +14,8 @@ import fcntl
 import os
 import signal
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from patcher.errors import environment
 
@@ -66,8 +66,7 @@ def leftovers(directories: list[Path]) -> list[Path]:
     return found
 
 
-@dataclass(frozen=True)
-class Write:
+class Write(NamedTuple):
     path: Path
     data: bytes
     mode: int
@@ -77,8 +76,7 @@ class Write:
     label: str = ""
 
 
-@dataclass(frozen=True)
-class Remove:
+class Remove(NamedTuple):
     path: Path
     label: str = ""
 

@@ -10,15 +10,14 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+from typing import NamedTuple
 
 from patcher.errors import environment
 
 
-@dataclass(frozen=True)
-class Interpreter:
+class Interpreter(NamedTuple):
     executable: str
     version: str
     cache_tag: str | None

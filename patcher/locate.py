@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from patcher import interpreter
 from patcher.errors import environment
@@ -20,8 +20,7 @@ UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 _VERSION_LINE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     interpreter: Interpreter
     torch_dir: Path
     graph: Path
@@ -59,7 +58,7 @@ def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
     candidates = sorted(p for p in torch_dir.parent.glob("torch-*.dist-info") if p.is_dir())
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
-    listing = [p for p in candidates if any(r.path == spec.record_path for r in rows(_read_or_empty(p)))]
+    listing = [p for p in candidates if rows(_read_or_empty(p), spec.record_path)]
     if len(listing) == 1:
         return listing[0]
     names = ", ".join(p.name for p in candidates)

@@ -6,13 +6,12 @@ every path the plan writes is writable, and hands the plan's steps to fsio.
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from patcher import fsio
 from patcher.classify import Known, State, base_version, describe
+from patcher.edits import Edit
 from patcher.errors import ExitCode, LazylogError, refused
 from patcher.hashes import record_hash, sha256
 from patcher.locate import Target
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
     from patcher.transform import Rewritten
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     state: State
     message: str
     code: ExitCode = ExitCode.OK
@@ -36,7 +34,7 @@ class Plan:
     problems: tuple[str, ...] = ()
     steps: tuple[fsio.Step | Rebuild, ...] = ()  # in commit order; a Rebuild is compiled, then written
     result: bytes | None = None  # graph.py after the plan, when it changes
-    check: tuple[Path, ...] = field(default=())  # must be writable (and no link) before any write
+    check: tuple[Path, ...] = ()  # must be writable (and no link) before any write
 
 
 def _reinstall(target: Target) -> str:
@@ -79,11 +77,21 @@ def unknown(target: Target, spec: PatchSpec, known: Known) -> LazylogError:
     )
 
 
-def _diff(before: bytes, after: bytes, spec: PatchSpec) -> str:
+def _diff(before: bytes, edit: Edit, spec: PatchSpec, context: int = 3) -> str:
+    """The unified diff of a whole-line edit, built from the edit itself (no diff of the whole file)."""
     name = "torch/" + spec.file
-    a = before.decode("utf-8", "surrogateescape").splitlines(keepends=True)
-    b = after.decode("utf-8", "surrogateescape").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"))
+    lines = before[: edit.offset].decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    after = before[edit.offset + len(edit.old) :].decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    old = edit.old.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    new = edit.new.decode("utf-8", "surrogateescape").splitlines(keepends=True)
+    head, tail = lines[-context:] if context else [], after[:context]
+    start = len(lines) - len(head) + 1
+    hunk = [
+        f"@@ -{start},{len(head) + len(old) + len(tail)} +{start},{len(head) + len(new) + len(tail)} @@\n"
+    ]
+    hunk += [" " + line for line in head] + ["-" + line for line in old] + ["+" + line for line in new]
+    hunk += [" " + line for line in tail]
+    return f"--- a/{name}\n+++ b/{name}\n" + "".join(hunk)
 
 
 # ---------------------------------------------------------------- apply
@@ -124,7 +132,7 @@ def apply(
     if dry_run:
         line = outcome.edit.line_number(snap.graph)
         message = f"Would patch graph.py line {line} of torch {target.torch_version}{known.described()}; nothing written."
-        return replace(planned, message=message, steps=())
+        return planned._replace(message=message, steps=())
     return planned
 
 
@@ -202,7 +210,7 @@ def _apply_patch(
         f"log text is now built only when the line is emitted{stale}. Undo with `torch-lazylog revert`.",
         release=undo.release,
         match=undo.match,
-        diff=_diff(snap.graph, new, spec),
+        diff=_diff(snap.graph, outcome.edit, spec),
         steps=tuple(steps),
         result=new,
         check=_writable(target, snap),

@@ -11,9 +11,8 @@ import base64
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from patcher.interpreter import Interpreter, output, run_module
 from patcher.report import JsonValue
@@ -22,8 +21,7 @@ Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
 _NAME = re.compile(r"^(?P<stem>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>\d+))?\.pyc$")
 
 
-@dataclass(frozen=True)
-class Pyc:
+class Pyc(NamedTuple):
     path: Path
     tag: str
     optimize: int
@@ -37,8 +35,7 @@ class Pyc:
         return {"path": str(self.path), "cache_tag": self.tag, "optimize": self.optimize, "mode": self.mode}
 
 
-@dataclass(frozen=True)
-class Rebuild:
+class Rebuild(NamedTuple):
     """A pyc to write anew from the plan's source: compiled by the target interpreter before staging."""
 
     pyc: Pyc

@@ -6,8 +6,7 @@ import csv
 import io
 import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from patcher.edits import Edit
 from patcher.errors import environment, refused
@@ -20,8 +19,7 @@ _REINSTALL = (
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
-@dataclass(frozen=True)
-class FileState:
+class FileState(NamedTuple):
     sha256: str
     size: int
 
@@ -40,8 +38,7 @@ class FileState:
         return cls(sha, size)
 
 
-@dataclass(frozen=True)
-class FileChange:
+class FileChange(NamedTuple):
     path: str  # as a RECORD row names it; checked against the located file, never used to find one
     before: FileState
     after: FileState
@@ -83,8 +80,7 @@ class FileChange:
         return change
 
 
-@dataclass(frozen=True)
-class UndoRecord:
+class UndoRecord(NamedTuple):
     patch: str
     release: str
     match: str
@@ -134,35 +130,42 @@ class UndoRecord:
         )
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(NamedTuple):
     offset: int
     line: bytes  # with its terminator
     path: str
     hash: str
 
 
-def rows(record: bytes) -> list[Row]:
-    """Every row of a RECORD, with its byte offset: the one way this tool reads RECORD."""
+def rows(record: bytes, path: str) -> list[Row]:
+    """The rows of a RECORD that name `path`, with byte offsets: the one way this tool reads RECORD.
+
+    The whole file must be UTF-8; only lines that contain `path` are parsed as CSV (a RECORD of
+    torch has tens of thousands of rows, and this runs on every command).
+    """
     try:
-        text = record.decode("utf-8")
+        record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise environment(
             f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason}). {_REINSTALL}"
         ) from exc
-    lines = text.splitlines(keepends=True)
-    try:
-        fields = list(csv.reader(line.rstrip("\r\n") for line in lines))
-    except csv.Error as exc:
-        raise environment(
-            f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
-        ) from exc
-    found = []
-    offset = 0
-    for line, row in zip(lines, fields, strict=True):
-        encoded = line.encode("utf-8")
-        found.append(Row(offset, encoded, row[0] if row else "", row[1] if len(row) > 1 else ""))
-        offset += len(encoded)
+    key = path.encode("utf-8")
+    found: list[Row] = []
+    at = record.find(key)
+    while at != -1:
+        start = max(record.rfind(b"\n", 0, at), record.rfind(b"\r", 0, at)) + 1
+        end = record.find(b"\n", at)
+        end = len(record) if end == -1 else end + 1
+        line = record[start:end]
+        try:
+            fields = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
+        except csv.Error as exc:
+            raise environment(
+                f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
+            ) from exc
+        if fields and fields[0] == path and not (found and found[-1].offset == start):
+            found.append(Row(start, line, path, fields[1] if len(fields) > 1 else ""))
+        at = record.find(key, end)
     return found
 
 
@@ -174,7 +177,7 @@ def _row(*fields: str) -> str:
 
 def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str | None) -> Edit:
     """Point `path`'s row at the new hash and size; add `add_row` (no hash) right after it."""
-    matches = [row for row in rows(record) if row.path == path]
+    matches = rows(record, path)
     if len(matches) != 1:
         raise environment(
             f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. " + _REINSTALL
@@ -190,7 +193,8 @@ def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str |
 
 def row_hash(record: bytes, path: str) -> str | None:
     """The hash field of `path`'s row, or None when there is no such row."""
-    return next((row.hash for row in rows(record) if row.path == path), None)
+    found = rows(record, path)
+    return found[0].hash if found else None
 
 
 def undo_parse_error(path: str, why: str) -> Exception:

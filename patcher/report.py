@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from patcher.errors import ExitCode
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(NamedTuple):
     command: str
     state: str
     changed: bool

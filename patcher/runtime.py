@@ -6,7 +6,6 @@ module for the checks. The static report and the probe's checks make one report;
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -108,4 +107,4 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
     else:
         message = report.message + f" Runtime: {len(all_checks)} checks passed on Inductor's real path."
         code = report.code
-    return dataclasses.replace(report, message=message, code=code, checks=all_checks)
+    return report._replace(message=message, code=code, checks=all_checks)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from patcher import fsio, pyc
 from patcher.classify import base_version
@@ -15,8 +15,7 @@ from patcher.record import UndoRecord, undo_parse_error
 from patcher.spec import PatchSpec
 
 
-@dataclass(frozen=True)
-class FileStat:
+class FileStat(NamedTuple):
     mode: int  # permission bits
     uid: int
     gid: int
@@ -27,8 +26,7 @@ class FileStat:
         return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime_ns)
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     graph: bytes
     graph_stat: FileStat
     record: bytes | None

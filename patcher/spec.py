@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from importlib import resources
-from typing import Any, Literal
+from pathlib import Path
+from typing import Any, Literal, NamedTuple
 
 from patcher.errors import refused
 
@@ -15,8 +14,7 @@ SPEC_VERSION = 1
 ReleaseState = Literal["eager", "native"]
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(NamedTuple):
     version: str
     state: ReleaseState
     sha256: str
@@ -43,8 +41,7 @@ class Release:
         return data
 
 
-@dataclass(frozen=True)
-class Releases:
+class Releases(NamedTuple):
     """The generated half of a patch definition: one row per real release, and each site's code."""
 
     rows: tuple[Release, ...]
@@ -84,8 +81,7 @@ class Releases:
         }
 
 
-@dataclass(frozen=True)
-class PatchSpec:
+class PatchSpec(NamedTuple):
     id: str
     file: str  # relative to the torch package directory
     scope: str
@@ -109,8 +105,23 @@ def _releases_from_json(data: dict[str, Any]) -> Releases:
     return Releases(rows=rows, site_code=dict(data["sites"]))
 
 
+def _patches_dir() -> Path:
+    """patcher/patches/ when installed (pyproject maps the checkout's top-level patches/ there);
+    a checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has
+    the definitions at its top level."""
+    from importlib import import_module
+
+    try:
+        data = import_module("patcher.patches").__file__
+    except ModuleNotFoundError:
+        data = None
+    if data is not None:
+        return Path(data).parent
+    return Path(__file__).resolve().parent.parent / "patches"
+
+
 def load(name: str = PATCH_NAME) -> PatchSpec:
-    base = resources.files("patcher.patches")
+    base = _patches_dir()
     try:
         raw = json.loads(base.joinpath(name).read_text(encoding="utf-8"))
         if raw.get("version") != SPEC_VERSION:

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import ast
 import warnings
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import libcst as cst
 
@@ -24,37 +23,32 @@ from patcher.spec import PatchSpec
 Form = Literal["eager", "lazy"]
 
 
-@dataclass(frozen=True)
-class Site:
+class Site(NamedTuple):
     form: Form
     fingerprint: str
     code: str  # the branch's test and body, for messages and diffs
 
 
-@dataclass(frozen=True)
-class Rewritten:
+class Rewritten(NamedTuple):
     source: bytes
     edit: Edit
     before: Site
 
 
-@dataclass(frozen=True)
-class Unchanged:
+class Unchanged(NamedTuple):
     """The site is already in the requested form."""
 
     site: Site
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(NamedTuple):
     reason: str
 
 
 Outcome = Rewritten | Unchanged | Refused
 
 
-@dataclass(frozen=True)
-class _Found:
+class _Found(NamedTuple):
     form: Form
     arg: cst.Arg
     call: cst.Call | None
@@ -98,7 +92,9 @@ class _SiteFinder(cst.CSTVisitor):
         self._leave()
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-        return self._depth == len(self._scope)  # module- and class-level statements hold no site
+        # The site is a call statement (`log.info(...)`) in the scope: nothing else is entered.
+        inside = self._depth == len(self._scope)
+        return inside and any(isinstance(s, cst.Expr) and isinstance(s.value, cst.Call) for s in node.body)
 
     def visit_If_body(self, node: cst.If) -> None:
         self._branches.append(node)
@@ -149,13 +145,15 @@ def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
     return False
 
 
-def _parse(source: bytes) -> tuple[cst.Module, ast.Module] | Refused:
+def _ast(source: bytes) -> ast.Module:
+    with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
+        warnings.simplefilter("ignore")
+        return ast.parse(source, "graph.py")
+
+
+def _parse(source: bytes) -> cst.Module | Refused:
     try:
-        with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source, "graph.py")
-            compile(tree, "graph.py", "exec", dont_inherit=True)
-        return cst.parse_module(source), tree
+        return cst.parse_module(source)
     except UnicodeDecodeError as exc:
         return Refused(
             f"graph.py is not valid text in its declared encoding ({exc.reason} at byte {exc.start})"
@@ -245,12 +243,14 @@ def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tup
     return spans[0] if len(spans) == 1 else None
 
 
-def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy") -> Outcome:
-    """Turn the site into form `to`; every other byte stays as it was."""
-    parsed = _parse(source)
-    if isinstance(parsed, Refused):
-        return parsed
-    module, tree = parsed
+def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy", compile_check: bool = True) -> Outcome:
+    """Turn the site into form `to`; every other byte stays as it was.
+
+    `compile_check=False` skips compiling the result: for a release whose patched bytes are known
+    by hash (the caller compares them), that compile was done when the fingerprints were made."""
+    module = _parse(source)
+    if isinstance(module, Refused):
+        return module
     found = _find(source, module, spec)
     if isinstance(found, Refused):
         return found
@@ -259,21 +259,31 @@ def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy") -> Outcome:
         return site if isinstance(site, Refused) else Unchanged(site)
     encoding = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is not ours to add
     old = module.code_for_node(found.arg.value).encode(encoding)
-    span = _span(source, tree, spec.scope.split("."), old)
+    # The argument's text, when it occurs once in the file, can only be there; otherwise ask ast.
+    at = source.find(old)
+    unique = at != -1 and source.find(old, at + 1) == -1
+    try:
+        span = (at, at + len(old)) if unique else _span(source, _ast(source), spec.scope.split("."), old)
+    except (SyntaxError, ValueError) as exc:  # libcst accepts what this Python does not
+        return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
     if span is None:  # timid: libcst and ast disagree about where the argument is
         return Refused(f"the argument `{spec.eager}` could not be located by its byte offsets")
     replacement = (spec.lazy if to == "lazy" else spec.eager).encode(encoding)
     new_source = source[: span[0]] + replacement + source[span[1] :]
-    try:
-        compile(new_source, "graph.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:  # pragma: no cover - an expression replaced by an expression
-        return Refused(f"the rewritten graph.py would not compile ({exc})")
+    try:  # what libcst parses can still fail here (e.g. `return` outside a function)
+        if not compile_check:
+            return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(new_source, "graph.py", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
     return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
 
 
 def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
-    parsed = _parse(source)
-    if isinstance(parsed, Refused):
-        return parsed
-    found = _find(source, parsed[0], spec)
-    return found if isinstance(found, Refused) else _site(parsed[0], found, spec)
+    module = _parse(source)
+    if isinstance(module, Refused):
+        return module
+    found = _find(source, module, spec)
+    return found if isinstance(found, Refused) else _site(module, found, spec)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +60,17 @@ def _pip_env() -> dict[str, str]:
     return env
 
 
+def pip(args: list[str], what: str, python: str | Path = sys.executable) -> None:
+    """Every download of real data goes through here: a failure is one sentence naming `what`."""
+    done = subprocess.run(
+        [str(python), "-m", "pip", *args], capture_output=True, text=True, env=_pip_env(), check=False
+    )
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip().startswith("ERROR")]
+        why = (lines or done.stderr.strip().splitlines() or ["no output"])[-1].removeprefix("ERROR: ")
+        raise Unavailable(f"could not fetch {what} from the package registry: {why}")
+
+
 def wheel(version: str) -> Path:
     directory = CACHE / "wheels"
     found = sorted(directory.glob(f"torch-{version}-*.whl"))
@@ -68,16 +81,13 @@ def wheel(version: str) -> Path:
         if found:
             return found[0]
         directory.mkdir(parents=True, exist_ok=True)
-        command = [
-            sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-            "--python-version", "3.11", "--platform", "macosx_11_0_arm64", "--platform", "macosx_14_0_arm64",
-            f"torch=={version}", "--dest", str(directory),
-        ]  # fmt: skip
-        done = subprocess.run(command, capture_output=True, text=True, env=_pip_env(), check=False)
-        found = sorted(directory.glob(f"torch-{version}-*.whl"))
-        if done.returncode != 0 or not found:
-            raise Unavailable(f"could not download the torch {version} wheel: {done.stderr.strip()[-400:]}")
-        return found[0]
+        pip(
+            ["download", "--quiet", "--no-deps", "--only-binary=:all:", "--python-version", "3.11",
+             "--platform", "macosx_11_0_arm64", "--platform", "macosx_14_0_arm64",
+             f"torch=={version}", "--dest", str(directory)],
+            f"the torch {version} wheel",
+        )  # fmt: skip
+        return sorted(directory.glob(f"torch-{version}-*.whl"))[0]
 
 
 def graph_source(version: str) -> bytes:
@@ -126,26 +136,48 @@ def _ready(venv: Path) -> bool:
     return (venv / ".ready").exists() and (venv / "bin" / "python").exists()
 
 
-def torch_venv(version: str) -> Path:
-    """A venv with real `torch==version` from the registry (CUDA builds run on the CPU)."""
-    venv = CACHE / "venvs" / f"torch-{version}-py{sys.version_info.major}.{sys.version_info.minor}"
+def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: str) -> Path:
+    """A venv built once under a lock and marked ready only when complete; a half-built one is redone."""
     if _ready(venv):
         return venv
-    with cache_lock(f"venv-{version}"):
+    with cache_lock(f"venv-{venv.name}"):
         if _ready(venv):
             return venv
         shutil.rmtree(venv, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
-        steps = [
-            [sys.executable, "-m", "venv", str(venv)],
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"torch=={version}"],
-        ]
-        for step in steps:
-            done = subprocess.run(step, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                shutil.rmtree(venv, ignore_errors=True)
-                raise Unavailable(
-                    f"could not build a venv with torch {version}: {done.stderr.strip()[-400:]}"
-                )
+        subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
+        try:
+            pip(["install", "--quiet", *requirements], what, python=venv / "bin" / "python")
+        except Unavailable:
+            shutil.rmtree(venv, ignore_errors=True)
+            raise
         (venv / ".ready").touch()
         return venv
+
+
+def torch_venv(version: str) -> Path:
+    """A venv with real `torch==version` (CUDA builds run on the CPU). Whichever interpreter built a
+    ready one is reused: the target interpreter matters here, not the one running the tests."""
+    for venv in sorted((CACHE / "venvs").glob(f"torch-{version}-py*")):
+        if _ready(venv):
+            return venv
+    venv = CACHE / "venvs" / f"torch-{version}-py{sys.version_info.major}.{sys.version_info.minor}"
+    return _build_venv(venv, sys.executable, [f"torch=={version}"], f"torch {version}")
+
+
+def tool_dependencies() -> list[str]:
+    """The tool's runtime requirements, as pyproject.toml lists them (no tomllib before 3.11)."""
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    block = re.search(r"^dependencies = \[(.*?)\]", text, re.S | re.M)
+    assert block, "pyproject.toml lists no dependencies"
+    return re.findall(r'"([^"]+)"', block[1])
+
+
+def deps_venv(python: Path, requirements: list[str] | None = None) -> Path:
+    """A venv of `python` with only the tool's dependencies (or `requirements`): the checkout runs
+    from its own tree (PYTHONPATH), so no checkout is ever installed into a venv that others share."""
+    requirements = requirements or tool_dependencies()
+    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
+    return _build_venv(
+        CACHE / "venvs" / f"deps-{python.name}-{key}", python, requirements, "the tool's dependencies"
+    )

@@ -194,3 +194,19 @@ def test_a_bug_is_an_exit_4_not_a_verify_failure(
     result = run("verify", "--torch-dir", str(release("2.10.0")))
     assert result.exit_code == 4
     assert "Unexpected error: RuntimeError: boom" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_target_options_come_from_the_environment_and_an_option_wins(
+    release: Callable[[str], Path],
+    tmp_path: Path,
+    run: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    torch_dir = release("2.10.0")
+    monkeypatch.setenv("TORCH_LAZYLOG_TORCH_DIR", str(torch_dir))
+    assert json.loads(run("verify", "--json").stdout)["torch_dir"] == str(torch_dir)
+    monkeypatch.setenv("TORCH_LAZYLOG_PYTHON", str(tmp_path / "no-python"))
+    assert run("verify").exit_code == 4  # the variable is used: that interpreter does not exist
+    assert run("verify", "--python", sys.executable).exit_code == 1  # the option wins: eager 2.10.0
+    help_text = run("apply", "--help").stdout
+    assert "TORCH_LAZYLOG_PYTHON" in help_text and "TORCH_LAZYLOG_TORCH_DIR" in help_text

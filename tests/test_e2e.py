@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +24,19 @@ pytestmark = pytest.mark.e2e
 
 
 def _venv(version: str) -> Path:
+    """The shared torch venv: read and patched by this checkout's tool, never installed into."""
     venv = need(lambda: realdata.torch_venv(version))
     assert isinstance(venv, Path)
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
     return venv
 
 
 def _tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    """This checkout's torch-lazylog (the runner's), aimed at the venv's interpreter with --python."""
     done = subprocess.run(
-        [str(venv / "bin" / "torch-lazylog"), *args, "--json"], capture_output=True, text=True, timeout=1800
+        [sys.executable, "-m", "patcher", *args, "--python", str(venv / "bin" / "python"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
     )
     assert done.stdout, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
@@ -119,18 +119,25 @@ def test_runtime_check_reports_an_interpreter_without_torch(tmp_path: Path) -> N
     assert result["error"] is not None and "import torch failed" in result["error"]
 
 
-def _user_caches() -> set[str]:
+def _user_caches() -> dict[str, tuple[int, int]]:
+    """Every file (size, mtime) under the places Inductor and Triton cache to by default."""
     import tempfile
 
     home = Path.home()
-    places = [Path(tempfile.gettempdir()), home / ".cache", home / ".triton", home / ".cache" / "torch"]
-    return {
-        str(p)
+    places = [Path(tempfile.gettempdir()), home / ".cache", home / ".triton"]
+    roots = [
+        p
         for place in places
         if place.is_dir()
         for p in place.iterdir()
-        if "torch" in p.name or "triton" in p.name
-    }
+        if ("torch" in p.name or "triton" in p.name) and p.resolve() != realdata.CACHE.resolve()
+    ]
+    found = {}
+    for root in roots:
+        for path in [root, *root.rglob("*")] if root.is_dir() else [root]:
+            st = path.lstat()
+            found[str(path)] = (st.st_size, st.st_mtime_ns)
+    return found
 
 
 def test_runtime_check_leaves_no_compiled_artifacts() -> None:
@@ -146,9 +153,48 @@ def test_runtime_check_without_importable_torch_is_an_environment_error(tmp_path
     venv = tmp_path / "no-torch"
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)], check=True)
     done = subprocess.run(
-        [str(_venv("2.13.0") / "bin" / "torch-lazylog"), "verify", "--runtime", "--python", str(venv / "bin" / "python"),
+        [sys.executable, "-m", "patcher", "verify", "--runtime", "--python", str(venv / "bin" / "python"),
          "--torch-dir", str(site)],
         capture_output=True, text=True,
     )  # fmt: skip
     assert done.returncode == 4, done.stdout + done.stderr
     assert "import torch failed" in done.stderr
+
+
+def _probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> dict[str, Any]:
+    """patcher.target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
+    nothing is installed there), so that the module that only ever runs beside torch is measured."""
+    import coverage
+
+    from patcher.target import inductor
+
+    assert inductor.__file__ is not None
+    env = dict(os.environ, PYTHONPATH=str(Path(coverage.__file__).parent.parent), TMPDIR=str(cwd))
+    env |= {"TORCHINDUCTOR_CACHE_DIR": str(cwd / "inductor"), "TRITON_CACHE_DIR": str(cwd / "triton")}
+    done = subprocess.run(
+        [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__,
+         json.dumps(params)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
+    python = _venv("2.13.0") / "bin" / "python"
+    params: dict[str, object] = {"depth": 4, "phases": list(runtime.PHASES), "repeat": 1, "warmup": True}
+    result = _probe_under_coverage(python, params, tmp_path)
+    assert result["error"] is None, result
+    assert [c["name"] for c in result["checks"]] == [
+        "compiled_result_correct", "not_formatted_when_filtered", "info_text_identical", "error_carries_operator_text",
+    ]  # fmt: skip
+    assert all(c["passed"] for c in result["checks"]), result
+    elsewhere = _probe_under_coverage(
+        python, {**params, "expect_graph": str(tmp_path / "graph.py")}, tmp_path
+    )
+    assert elsewhere["checks"] == [] and elsewhere["graph_py"].endswith("graph.py")
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    missing = _probe_under_coverage(bare / "bin" / "python", params, tmp_path)
+    assert missing["error"].startswith("import torch failed"), missing

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,7 +13,7 @@ import pytest
 from click.testing import Result
 
 from tests import realdata
-from tests.conftest import need, need_python
+from tests.conftest import need
 
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES_FILE = ROOT / "patches" / "lazy_implicit_fallback.releases.json"
@@ -44,57 +45,83 @@ def test_readme_table_is_generated_from_patches(run: Callable[..., Result]) -> N
     assert result.stdout in (ROOT / "README.md").read_text()
 
 
-def _tool_venv(python: Path) -> Path:
-    venv = realdata.CACHE / "venvs" / f"tool-{python.name}"
-    if not (venv / "bin" / "python").exists():
-        subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
-    done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(ROOT)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return venv
+OTHERS = realdata.other_pythons()
 
 
-@pytest.mark.parametrize("minor", ["3.10", "3.12"])
-def test_fingerprints_do_not_depend_on_the_python_version(minor: str) -> None:
-    venv = _tool_venv(need_python(minor))
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    done = subprocess.run(
-        [str(venv / "bin" / "torch-lazylog"), "fingerprint", "--check", *_wheels()],
+def _other(index: int) -> Path:
+    """The index-th CPython on this machine other than the runner (any runner: 3.10 to 3.13)."""
+    if index < len(OTHERS):
+        return OTHERS[index]
+    message = f"this machine has {len(OTHERS)} other CPython(s); the test wants at least {index + 1}"
+    if realdata.IN_CI:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def _checkout(
+    python: Path, *args: str, cwd: Path | None = None, requirements: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """This checkout, run as it is (never installed) by `python` with only the tool's dependencies."""
+    venv = need(lambda: realdata.deps_venv(python, requirements))
+    assert isinstance(venv, Path)
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONDONTWRITEBYTECODE="1")
+    return subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "patcher", *args],
         capture_output=True,
         text=True,
         env=env,
-        check=False,
+        cwd=cwd,
     )
+
+
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_fingerprints_do_not_depend_on_the_python_version(index: int) -> None:
+    python = _other(index)
+    done = _checkout(python, "fingerprint", "--check", *_wheels())
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"matches {len(realdata.ALL_RELEASES)} wheel(s)" in done.stdout
-    assert sys.version_info[:2] != tuple(int(x) for x in minor.split("."))
 
 
-@pytest.mark.parametrize("minor", ["3.10", "3.12"])
-def test_the_tool_runs_on_other_pythons(minor: str, tmp_path: Path) -> None:
-    """apply, verify and revert under Python 3.10 (the ROCm ubuntu22.04 images) and 3.12."""
+@pytest.mark.parametrize("index", [0, 1, 2])
+def test_the_tool_runs_on_other_pythons(index: int, tmp_path: Path) -> None:
+    """apply, verify and revert under each other CPython (ROCm images ship 3.10 and 3.12)."""
     from tests.conftest import snapshot
     from tests.helpers import check_pyc, make_pyc
 
-    venv = _tool_venv(need_python(minor))
+    python = _other(index)
+    venv_python = need(lambda: realdata.deps_venv(python))
+    assert isinstance(venv_python, Path)
     torch_dir = need(lambda: realdata.release_tree("2.10.0", tmp_path / "site"))
     assert isinstance(torch_dir, Path)
     graph = torch_dir / "_inductor" / "graph.py"
-    pyc = make_pyc(graph, "checked-hash", 0, python=str(venv / "bin" / "python"))
+    pyc = make_pyc(graph, "checked-hash", 0, python=str(venv_python / "bin" / "python"))
     pristine = snapshot(torch_dir.parent)
-    tool = str(venv / "bin" / "torch-lazylog")
 
     def run(*args: str) -> int:
-        return subprocess.run([tool, *args, "--torch-dir", str(torch_dir)], capture_output=True).returncode
+        return _checkout(python, *args, "--torch-dir", str(torch_dir), cwd=tmp_path).returncode
 
     assert [run("verify"), run("apply"), run("verify")] == [1, 0, 0]
-    seen = check_pyc(pyc, graph, 0, python=str(venv / "bin" / "python"))
+    seen = check_pyc(pyc, graph, 0, python=str(venv_python / "bin" / "python"))
     assert seen["fresh"] and seen["same_code"]
     assert [run("revert"), run("verify")] == [0, 1]
     assert {k: v for k, v in snapshot(torch_dir.parent).items() if "__pycache__" not in k} == {
         k: v for k, v in pristine.items() if "__pycache__" not in k
     }
+
+
+def test_fingerprints_under_the_oldest_libcst_allowed() -> None:
+    """The canonical form is the project's: the oldest libcst pyproject.toml allows gives the same
+    table as the newest (the runner's, which regenerates it byte for byte above)."""
+    from importlib.metadata import version
+
+    lower = next(r for r in realdata.tool_dependencies() if r.startswith("libcst"))
+    oldest = re.search(r">=([\d.]+)", lower)
+    assert oldest, lower
+    pins = [r for r in realdata.tool_dependencies() if not r.startswith("libcst")] + [
+        f"libcst=={oldest[1]}.0"
+    ]
+    done = _checkout(Path(sys.executable), "fingerprint", "--check", *_wheels(), requirements=pins)
+    assert done.returncode == 0, done.stdout + done.stderr
+    probe = _checkout(Path(sys.executable), "--version", requirements=pins)
+    assert probe.returncode == 0
+    assert version("libcst") != f"{oldest[1]}.0", "the runner should have the newest libcst, not the oldest"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import patcher
-from tests import dockerfile, realdata
+from tests import realdata
 from tests.conftest import need, snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,10 +25,10 @@ WHEEL_NAME = f"torch_lazylog-{patcher.__version__}-py3-none-any.whl"
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)],
-        check=True,
-        capture_output=True,
+    need(
+        lambda: realdata.pip(
+            ["wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)], "setuptools"
+        )
     )
     (built,) = out.glob("*.whl")
     assert built.name == WHEEL_NAME
@@ -79,7 +79,7 @@ def test_hadolint_passes_the_readme_snippet(tmp_path: Path) -> None:
     )
     done = subprocess.run([str(HADOLINT), str(probe)], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "")
-    assert len(_readme_snippet().splitlines()) == 3
+    assert _readme_snippet().count("torch-lazylog apply") == 1
 
 
 def test_wheel_ships_the_patch_definitions_and_nothing_else(wheel: Path) -> None:
@@ -92,15 +92,13 @@ def test_wheel_ships_the_patch_definitions_and_nothing_else(wheel: Path) -> None
         line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")
     ]
     runtime = sorted(r for r in requires if "extra ==" not in r)
-    assert runtime == ["click<9,>=8.1", "libcst<2,>=1.1"]
+    assert runtime == ["click<9,>=8.1", "libcst<2,>=1.5"]
     assert not any(r.startswith("torch") for r in requires)
 
 
 def test_installed_wheel_runs_apply_verify_revert(wheel: Path, tmp_path: Path) -> None:
     python = _venv(tmp_path / "venv")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", str(wheel)], check=True, capture_output=True
-    )
+    need(lambda: realdata.pip(["install", "--quiet", str(wheel)], "click and libcst", python=python))
     torch_dir = need(lambda: realdata.release_tree("2.12.1", tmp_path / "site"))
     assert isinstance(torch_dir, Path)
     pristine = snapshot(torch_dir.parent)
@@ -135,80 +133,19 @@ def _torch_files(venv: Path) -> dict[str, tuple[int, int, int]]:
 
 
 def test_installing_the_wheel_beside_torch_changes_no_torch_file(wheel: Path, tmp_path: Path) -> None:
-    venv = need(lambda: realdata.torch_venv("2.13.0"))
-    assert isinstance(venv, Path)
+    """pip installs the tool and its two dependencies beside an installed torch 2.13.0 and leaves
+    every torch file alone (a venv of its own holding the real release's files and dist-info)."""
+    venv = _standin(tmp_path, "2.13.0")
     python = str(venv / "bin" / "python")
-    subprocess.run(
-        [python, "-m", "pip", "uninstall", "--quiet", "--yes", "torch-lazylog"], capture_output=True
-    )
     record = next(_purelib(venv).glob("torch-*.dist-info")) / "RECORD"
     before_record, before_files = record.read_bytes(), _torch_files(venv)
     report = tmp_path / "report.json"
-    done = subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--report", str(report), str(wheel)],
-        capture_output=True,
-        text=True,
+    need(
+        lambda: realdata.pip(
+            ["install", "--quiet", "--report", str(report), str(wheel)], "click and libcst", python=python
+        )
     )
-    assert done.returncode == 0, done.stderr
     installed = [item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]]
     assert "torch-lazylog" in installed and "torch" not in installed
     assert record.read_bytes() == before_record
     assert _torch_files(venv) == before_files
-
-
-def test_dockerfile_rocm_runs_as_written(tmp_path: Path) -> None:
-    standin = _standin(tmp_path)
-    global_args, stages = dockerfile.parse((ROOT / "Dockerfile.rocm").read_text())
-    assert global_args["BASE_IMAGE"] == "rocm/pytorch:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0"
-    patch_runs = [i.args for i in stages[-1].instructions if i.keyword == "RUN" and "patcher" in i.args]
-    assert (
-        patch_runs
-        and "apply --python ${PYTHON}" in patch_runs[0]
-        and "verify --python ${PYTHON}" in patch_runs[0]
-    )
-    copies = [i for i in stages[-1].instructions if i.keyword == "COPY"]
-    assert copies and stages[-1].instructions.index(copies[0]) < [
-        i.keyword for i in stages[-1].instructions
-    ].index("RUN")
-    root = tmp_path / "container"
-    emulator = dockerfile.Emulator(
-        context=ROOT,
-        paths={
-            "/opt/venv": standin,
-            "/src": root / "src",
-            "/wheels": root / "wheels",
-            "/tmp/torch-lazylog": root / "tmp-tl",
-        },
-        cwd=root,
-    )
-    root.mkdir()
-    for stage in stages:
-        emulator.run_stage(stage, global_args)
-    assert not (root / "tmp-tl").exists(), "the wheel directory was not cleaned up"
-    graph = _purelib(standin) / "torch" / "_inductor" / "graph.py"
-    assert b"LazyString(error.operator_str, target, args, kwargs)," in graph.read_bytes()
-    python = str(standin / "bin" / "python")
-    verify = subprocess.run(
-        [python, "-m", "patcher", "verify", "--python", python], cwd=root, capture_output=True, text=True
-    )
-    assert verify.returncode == 0, verify.stdout + verify.stderr
-    # A rebuild after a cache miss runs the step again: it must still pass.
-    emulator.paths["/tmp/torch-lazylog"].mkdir()
-    for item in (root / "wheels").iterdir():
-        shutil.copy2(item, root / "tmp-tl")
-    emulator.run(patch_runs[0].replace("${PYTHON}", "/opt/venv/bin/python"), root)
-
-
-def test_readme_snippet_runs_as_written(wheel: Path, tmp_path: Path) -> None:
-    standin = _standin(tmp_path, "2.11.0")
-    context = tmp_path / "context"
-    (context / "dist").mkdir(parents=True)
-    shutil.copy2(wheel, context / "dist" / wheel.name)
-    snippet = _readme_snippet()
-    assert WHEEL_NAME in snippet, "update the wheel name in the README snippet"
-    _, stages = dockerfile.parse("FROM scratch\n" + snippet)
-    emulator = dockerfile.Emulator(context=context, paths={"/opt/venv": standin}, cwd=tmp_path)
-    emulator.run_stage(stages[0], {})
-    graph = _purelib(standin) / "torch" / "_inductor" / "graph.py"
-    assert b"LazyString(error.operator_str, target, args, kwargs)," in graph.read_bytes()
-    assert any("apply --python" in line for line in emulator.log)

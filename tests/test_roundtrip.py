@@ -118,3 +118,21 @@ def _record_hash(data: bytes) -> str:
     import hashlib
 
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+@pytest.mark.parametrize("version", ["2.4.1", "2.12.1"])
+def test_the_diff_is_what_difflib_says(
+    version: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    import difflib
+
+    torch_dir = release(version)
+    graph = torch_dir / "_inductor" / "graph.py"
+    before = graph.read_bytes().decode()
+    report = json.loads(run("apply", "--json", "--torch-dir", str(torch_dir)).stdout)
+    after = graph.read_bytes().decode()
+    name = "torch/_inductor/graph.py"
+    expected = difflib.unified_diff(
+        before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
+    )
+    assert report["diff"] == "".join(expected)

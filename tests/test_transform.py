@@ -180,3 +180,13 @@ def test_line_edit(before: bytes, after: bytes, offset: int, old: bytes, new: by
     assert (edit.offset, edit.old, edit.new) == (offset, old, new)
     assert edit.apply(before) == after
     assert edit.inverted().apply(after) == before
+
+
+def test_the_argument_text_elsewhere_in_a_comment_is_located_by_ast() -> None:
+    """The site's own spelling also in a comment: the byte offset must come from the syntax tree."""
+    odd = b"error.operator_str(target,args,kwargs)"
+    source = src(odd.decode()).replace(b"class GraphLowering:", b"# " + odd + b"\nclass GraphLowering:")
+    outcome = rewrite(source, SPEC)
+    assert isinstance(outcome, Rewritten), outcome
+    at = source.rindex(odd)
+    assert outcome.source == source[:at] + LAZY.encode() + source[at + len(odd) :]
