@@ -11,7 +11,7 @@ from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
-    from patcher.transform import Rewritten, Site
+    from patcher.transform import Refused, Rewritten, Site
 
 State = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
@@ -89,6 +89,12 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     return Known(state, _nearest(rows, torch_version), "site")
 
 
+def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Known:
+    """An unknown file, with the diff of its branch against the nearest release when it has one."""
+    diff = site_diff(spec, refusal.branch, refusal.form, torch_version) if refusal.branch else ""
+    return Known("unknown", None, None, refusal.reason, diff)
+
+
 def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known:
     """What this graph.py is: by its hash when known (no parse), else by its site fingerprint."""
     hit = by_hash(source, spec, torch_version)
@@ -98,7 +104,7 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
 
     site = site_of(source, spec)
     if isinstance(site, Refused):
-        return Known("unknown", None, None, site.reason)
+        return _refused(site, spec, torch_version)
     return by_site(site, spec, torch_version)
 
 
@@ -111,7 +117,7 @@ def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[K
 
     outcome = rewrite(source, spec, to="lazy", compile_check=hit is None)
     if isinstance(outcome, Refused):
-        return Known("unknown", None, None, outcome.reason), None
+        return _refused(outcome, spec, torch_version), None
     row = hit.release if hit is not None else None  # an exact release: the table says what patching gives
     if row is not None and isinstance(outcome, Rewritten) and sha256(outcome.source) != row.patched_sha256:
         reason = f"patching it does not give the known patched bytes of torch {row.version}"

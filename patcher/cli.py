@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeVar
 
 import click
 
@@ -49,14 +50,38 @@ def target_options(func: F) -> F:
     return func
 
 
-def _caught(command: str, as_json: bool, verbose: bool, work: Callable[[], T]) -> T:
+class Given(NamedTuple):
+    """The target options as the user gave them (or their environment variables): advice repeats them."""
+
+    python: str | None = None
+    torch_dir: str | None = None
+
+    def command(self, step: str | None, torch_version: str | None) -> str | None:
+        """The next step as a command line to run as it is."""
+        if step is None:
+            return None
+        if step == "reinstall":
+            python = shlex.quote(self.python or sys.executable)
+            return (
+                f"{python} -m pip install --force-reinstall --no-deps torch=={torch_version or '<version>'}"
+            )
+        options = (("--python", self.python), ("--torch-dir", self.torch_dir))
+        return "torch-lazylog " + step + "".join(f" {flag} {shlex.quote(v)}" for flag, v in options if v)
+
+
+def _caught(
+    command: str, as_json: bool, verbose: bool, work: Callable[[], T], given: Given | None = None
+) -> T:
     """Run one command; the single place where errors are caught and turned into an exit code."""
     try:
         return work()
     except LazylogError as exc:
         if verbose:
             _traceback()
-        _fail(command, as_json, exc.code, exc.message, exc.state, exc.details)
+        details = exc.details
+        version = details.get("torch_version")
+        error = _error_report(command, exc.code, exc.message, exc.state, details)
+        _finish(error._replace(next=(given or Given()).command(exc.next, version), diff=exc.diff), as_json)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             _traceback()
@@ -64,9 +89,27 @@ def _caught(command: str, as_json: bool, verbose: bool, work: Callable[[], T]) -
             f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
         )
         message = (
-            f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug."
+            f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
-        _fail(command, as_json, ExitCode.ENVIRONMENT, message, "unknown", {})
+        _finish(_error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json)
+
+
+def _error_report(
+    command: str, code: ExitCode, message: str, state: str, details: dict[str, str | None]
+) -> Report:
+    from patcher.report import Report
+
+    return Report(
+        command,
+        state,
+        False,
+        message,
+        code,
+        torch_version=details.get("torch_version"),
+        torch_dir=details.get("torch_dir"),
+        graph_py=details.get("graph_py"),
+        undo_record=details.get("undo_record"),
+    )
 
 
 def _traceback() -> None:
@@ -75,34 +118,30 @@ def _traceback() -> None:
     traceback.print_exc()
 
 
-def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]) -> NoReturn:
-    report = _caught(command, as_json, verbose, work)
+def _finish(report: Report, as_json: bool) -> NoReturn:
+    """Print a result or an error the same way: one JSON shape, or the sentence and the next step."""
+    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:
-        if report.diff:
-            click.echo(report.diff, nl=False)
-        click.echo(report.message)
+        text = report.message
+        if report.next:
+            only = "Only a reinstall of torch can fix this" if "pip install" in report.next else "Next"
+            text += f"\n{only}: {report.next}"
+        if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
+            click.echo(f"torch-lazylog: error: {text}", err=True)
+            if report.diff:
+                click.echo(report.diff, err=True)
+        else:
+            if report.diff:
+                click.echo(report.diff, nl=False)
+            click.echo(text)
     sys.exit(int(report.code))
 
 
-def _fail(
-    command: str, as_json: bool, code: ExitCode, message: str, state: str, details: dict[str, object]
-) -> NoReturn:
-    if as_json:
-        payload = {
-            "command": command,
-            "state": state,
-            "changed": False,
-            "exit_code": int(code),
-            "message": message,
-            "torch_version": details.get("torch_version"),
-            "torch_dir": details.get("torch_dir"),
-        }
-        click.echo(json.dumps(payload, indent=2))
-    else:
-        click.echo(f"torch-lazylog: error: {message}", err=True)
-    sys.exit(int(code))
+def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
+    report = _caught(command, as_json, verbose, work, given)
+    _finish(report._replace(next=given.command(report.next, report.torch_version)), as_json)
 
 
 def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
@@ -136,7 +175,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
         target, patch = _target(python, torch_dir)
         return engine.apply(target, patch, dry_run=dry_run)
 
-    _emit("apply", as_json, verbose, work)
+    _emit("apply", as_json, verbose, work, Given(python, torch_dir))
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -164,7 +203,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
             report = runtime_check.run(target, report)
         return report
 
-    _emit("verify", as_json, verbose, work)
+    _emit("verify", as_json, verbose, work, Given(python, torch_dir))
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -181,7 +220,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
         target, patch = _target(python, torch_dir)
         return engine.revert(target, patch)
 
-    _emit("revert", as_json, verbose, work)
+    _emit("revert", as_json, verbose, work, Given(python, torch_dir))
 
 
 @cli.command()
@@ -197,18 +236,22 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     "--check", is_flag=True, help="Exit 1 when the table differs from the shipped one; write nothing."
 )
 @click.option("--markdown", is_flag=True, help="Print the README's supported-release table.")
-def fingerprint(wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result) instead of text.")
+def fingerprint(
+    wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool, as_json: bool
+) -> None:
     """Maintainers: regenerate the release table.
 
     Fingerprints graph.py of real torch wheels into the patch definition's releases table.
     """
     from patcher import fingerprint as fp
     from patcher import fsio, spec
+    from patcher.report import Report
 
     patch = spec.load()
     releases = _caught(
         "fingerprint",
-        False,
+        as_json,
         False,
         lambda: fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch),
     )
@@ -218,15 +261,35 @@ def fingerprint(wheels: tuple[Path, ...], output: Path | None, check: bool, mark
     if check:
         shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
         if shipped != text:
-            click.echo("The shipped releases table differs from the one these wheels give.", err=True)
-            sys.exit(1)
-        click.echo(f"The shipped releases table matches {len(wheels)} wheel(s).")
+            message = "The shipped releases table differs from the one these wheels give"
+            _finish(Report("fingerprint", "unknown", False, message, ExitCode.EAGER), as_json)
+        message = f"The shipped releases table matches {len(wheels)} wheel(s)"
+        _finish(Report("fingerprint", "unknown", False, message), as_json)
     elif output is not None:
-        fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
-        click.echo(f"Wrote {len(releases.rows)} release(s) to {output}.")
+        write: list[fsio.Step] = [fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")]
+        _caught("fingerprint", as_json, False, lambda: fsio.run(write, "fingerprint"))
+        _finish(
+            Report("fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"),
+            as_json,
+        )
     elif not markdown:
         click.echo(text, nl=False)
 
 
 def main() -> None:
-    cli(prog_name="torch-lazylog")
+    """The entry point: usage errors too are one JSON object when --json was asked for."""
+    try:
+        code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
+    except click.ClickException as exc:
+        if "--json" not in sys.argv[1:]:
+            exc.show()
+            sys.exit(exc.exit_code)
+        from patcher.report import Report
+
+        words = [w for w in sys.argv[1:] if not w.startswith("-")]
+        command = words[0] if words else "torch-lazylog"
+        _finish(Report(command, "unknown", False, exc.format_message(), ExitCode(exc.exit_code)), True)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -29,6 +29,8 @@ def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> 
     except LazylogError as exc:
         exc.details.setdefault("torch_version", target.torch_version)
         exc.details.setdefault("torch_dir", str(target.torch_dir))
+        exc.details.setdefault("graph_py", str(target.graph))
+        exc.details.setdefault("undo_record", str(target.undo_path))
         raise
 
 
@@ -72,6 +74,7 @@ def _report(command: str, target: Target, snap: Snapshot, planned: Plan, changed
         changed=changed,
         message=planned.message,
         code=planned.code,
+        next=planned.next,
         torch_version=target.torch_version,
         torch_dir=str(target.torch_dir),
         graph_py=str(target.graph),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Literal
 
 
 class ExitCode(enum.IntEnum):
@@ -26,17 +27,31 @@ Exit codes:
 class LazylogError(Exception):
     """A finished sentence for the user: what was expected, what was found, what to do."""
 
-    def __init__(self, code: ExitCode, message: str, state: str = "unknown") -> None:
+    def __init__(
+        self, code: ExitCode, message: str, state: str = "unknown", next: Next | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.state = state
-        self.details: dict[str, object] = {}  # filled in by the engine: which torch, where
+        self.next = next
+        self.diff: str | None = None  # for a refusal: the branch against the nearest known release
+        self.details: dict[str, str | None] = {}  # filled in by the engine: which torch, where
 
 
-def refused(message: str) -> LazylogError:
-    return LazylogError(ExitCode.REFUSED, message)
+# The one next step a result that is not success names; the command line renders it with the
+# target options the user gave. "reinstall" is the state only a reinstall of torch can fix.
+Next = Literal["apply", "revert", "reinstall"]
+
+
+def refused(message: str, next: Next | None = "reinstall") -> LazylogError:
+    return LazylogError(ExitCode.REFUSED, message, next=next)
 
 
 def environment(message: str) -> LazylogError:
     return LazylogError(ExitCode.ENVIRONMENT, message)
+
+
+def damaged(message: str) -> LazylogError:
+    """A broken torch install (its RECORD): only a reinstall of torch fixes it."""
+    return LazylogError(ExitCode.ENVIRONMENT, message, next="reinstall")

@@ -120,6 +120,16 @@ def discard(paths: list[Path]) -> None:
             os.unlink(path)
 
 
+def _staging_cause(exc: OSError, path: Path) -> str:
+    if exc.errno == errno.ENOSPC:
+        return f"no space left on the device holding {path.parent}; free some and run the same command again"
+    if exc.errno == errno.EROFS:
+        return f"{path.parent} is on a read-only filesystem"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied in {path.parent}; run torch-lazylog as the owner of the torch install"
+    return _describe(exc, path)
+
+
 def _describe(exc: OSError, path: Path) -> str:
     return f"{exc.strerror or exc} ({path})"
 
@@ -134,9 +144,7 @@ def run(steps: list[Step], what: str) -> None:
         discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
         failed = step.path
         raise environment(
-            f"Could not write {failed.name}: {_describe(exc, failed)}. Nothing was changed. "
-            f"{what} needs write access (and free space) in {failed.parent}; run it as the owner of the "
-            "torch install, e.g. as root in the Dockerfile."
+            f"Could not write {failed.name}: {_staging_cause(exc, failed)}. Nothing was changed."
         ) from exc
     done = 0
     try:
@@ -168,10 +176,38 @@ def require_writable(paths: tuple[Path, ...], links: tuple[Path, ...]) -> None:
                 "copy the package into place (e.g. uv's --link-mode=copy) and run again."
             )
     for path in paths:
-        mode = os.stat(path).st_mode
-        if not mode & 0o200 or not os.access(path, os.W_OK):
-            raise environment(
-                f"Expected to be able to write {path}, but it is read-only (mode {oct(mode & 0o7777)}). "
-                "Nothing was changed. Run torch-lazylog as the owner of the torch install with the "
-                "install writable (in a Dockerfile: before any step that makes it read-only)."
+        why = unwritable(path)
+        if why:
+            raise environment(f"Expected to be able to write {path}, but {why}. Nothing was changed.")
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"
+
+
+def unwritable(path: Path) -> str | None:
+    """Why this process cannot (or, by the file's own mode, should not) write `path`, or None."""
+    st = os.stat(path)
+    if os.statvfs(path).f_flag & os.ST_RDONLY:
+        return (
+            "it is on a read-only filesystem; run torch-lazylog where that filesystem is writable "
+            "(in a Dockerfile: a RUN step of the image build)"
+        )
+    if not st.st_mode & 0o200:  # root could write it anyway: an image that made torch read-only meant it
+        return (
+            f"it is read-only (mode {oct(st.st_mode & 0o7777)}, no write bit for its owner); give it "
+            "back (chmod u+w) or patch before the step that made it read-only"
+        )
+    if not os.access(path, os.W_OK):
+        if st.st_uid != os.geteuid():
+            return (
+                f"it belongs to {_user(st.st_uid)} and torch-lazylog runs as {_user(os.geteuid())}; "
+                f"run it as {_user(st.st_uid).split(' ')[0]} (in a Dockerfile: before a USER line)"
             )
+        return "this user has no write permission there (an ACL or a security module)"
+    return None

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from patcher import fsio
-from patcher.classify import Known, State, base_version, describe
+from patcher.classify import Known, State, describe
 from patcher.edits import Edit
-from patcher.errors import ExitCode, LazylogError, refused
+from patcher.errors import ExitCode, LazylogError, Next, refused
 from patcher.hashes import record_hash, sha256
 from patcher.locate import Target
 from patcher.pyc import Pyc, Rebuild
@@ -28,6 +28,7 @@ class Plan(NamedTuple):
     state: State
     message: str
     code: ExitCode = ExitCode.OK
+    next: Next | None = None
     release: str | None = None
     match: str | None = None
     diff: str | None = None
@@ -35,10 +36,6 @@ class Plan(NamedTuple):
     steps: tuple[fsio.Step | Rebuild, ...] = ()  # in commit order; a Rebuild is compiled, then written
     result: bytes | None = None  # graph.py after the plan, when it changes
     check: tuple[Path, ...] = ()  # must be writable (and no link) before any write
-
-
-def _reinstall(target: Target) -> str:
-    return f"pip install --force-reinstall --no-deps torch=={base_version(target.torch_version)}"
 
 
 def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
@@ -68,13 +65,14 @@ def unknown(target: Target, spec: PatchSpec, known: Known) -> LazylogError:
         f"torch-lazylog patches {', '.join(spec.releases.versions('eager'))} and knows "
         f"{', '.join(spec.releases.versions('native'))} as natively lazy"
     )
-    return refused(
+    error = refused(
         f"Expected graph.py of a known torch release, found torch {target.torch_version or '(unknown version)'} "
         f"at {target.torch_dir} whose graph.py is not one torch-lazylog knows: {known.reason.rstrip('.')}. "
         f"{supported}. Nothing was written. If this is a vendor build, compare its branch with the "
-        "nearest release and add its fingerprint to patches/ with `torch-lazylog fingerprint`."
-        + (f"\n{known.diff}" if known.diff else "")
+        "nearest release (the diff) and add its fingerprint to patches/ with `torch-lazylog fingerprint`."
     )
+    error.diff = known.diff or None
+    return error
 
 
 def _diff(before: bytes, edit: Edit, spec: PatchSpec, context: int = 3) -> str:
@@ -107,25 +105,19 @@ def apply(
 ) -> Plan:
     """`decision` is None exactly when graph.py is recorded as patched (no parse needed then)."""
     if decision is None:
-        return _apply_repair(target, snap)
+        return _apply_repair(target, spec, snap)
     known, outcome = decision
     if known.state == "unknown":
         raise unknown(target, spec, known)
     if known.state == "native":
-        return Plan(
-            "native",
-            f"torch {target.torch_version} formats the implicit-fallback log lazily already"
-            f"{known.described()}: nothing to do.",
-            release=known.release.version if known.release else None,
-            match=known.match,
-        )
+        return _apply_native(target, spec, snap, known)
     stale_undo = snap.undo is not None and snap.sha256 != snap.undo.graph.before.sha256
     if known.state == "patched":
         raise refused(
             f"Expected graph.py to be either pristine or patched with its undo record, found it patched"
             f"{known.described()} but with {'a stale' if stale_undo else 'no'} undo record at {target.undo_path}. "
             "The file is lazy, but revert cannot restore it byte for byte. Nothing was written. To start "
-            f"clean, reinstall torch ({_reinstall(target)}) and run apply again."
+            f"clean, reinstall torch, then run apply again."
         )
     assert outcome is not None and known.release is not None and known.match is not None
     planned = _apply_patch(target, spec, snap, known, outcome, now_ns, stale_undo)
@@ -207,7 +199,7 @@ def _apply_patch(
     return Plan(
         "patched",
         f"Patched graph.py line {line} of torch {target.torch_version}{known.described()}: the implicit-fallback "
-        f"log text is now built only when the line is emitted{stale}. Undo with `torch-lazylog revert`.",
+        f"log text is now built only when the line is emitted{stale}.",
         release=undo.release,
         match=undo.match,
         diff=_diff(snap.graph, outcome.edit, spec),
@@ -217,21 +209,58 @@ def _apply_patch(
     )
 
 
-def _apply_repair(target: Target, snap: Snapshot) -> Plan:
+def _apply_native(target: Target, spec: PatchSpec, snap: Snapshot, known: Known) -> Plan:
+    """Nothing to patch; bytecode that does not describe the source is rebuilt, and an undo record
+    left from a patched older torch is dropped when the file is a pristine release."""
+    stale = snap.stale_pycs()
+    steps = _pyc_steps(target, stale, snap.graph, snap.graph_stat.mtime_ns)
+    fixed = f"; rebuilt {len(stale)} stale pyc file(s)" if stale else ""
+    if snap.undo is not None:
+        if known.match != "exact":
+            raise refused(
+                f"Expected graph.py to be a known release or as torch-lazylog left it, found it lazy"
+                f"{known.described()} but not the file its undo record {target.undo_path} describes: it "
+                "changed since apply, so its original cannot be restored. Nothing was written."
+            )
+        steps.append(fsio.Remove(target.undo_path, label="undo"))
+        fixed += "; removed the stale undo record of an earlier torch"
+    return Plan(
+        "native",
+        f"torch {target.torch_version} formats the implicit-fallback log lazily already"
+        f"{known.described()}: nothing to do{fixed}.",
+        release=known.release.version if known.release else None,
+        match=known.match,
+        steps=tuple(steps),
+        check=_writable(target, snap) if steps else (),
+    )
+
+
+def _record_repair(target: Target, spec: PatchSpec, snap: Snapshot) -> bytes | None:
+    """RECORD as it should be for the patched graph.py, when it is not (an interrupted apply, or a
+    row put back by hand); None when it already is."""
+    undo = snap.undo
+    if snap.record is None or undo is None or undo.record is None:
+        return None
+    if sha256(snap.record) == undo.record.before.sha256:
+        return undo.record.edit.apply(snap.record)  # the recorded edit, exactly
+    if row_hash(snap.record, spec.record_path) == record_hash(snap.graph):
+        return None
+    row = target.undo_row_path()
+    add = row if row and row_hash(snap.record, row) is None else None
+    return record_edit(snap.record, spec.record_path, record_hash(snap.graph), len(snap.graph), add).apply(
+        snap.record
+    )
+
+
+def _apply_repair(target: Target, spec: PatchSpec, snap: Snapshot) -> Plan:
     """graph.py is patched and recorded; finish whatever an interrupted run left undone."""
     undo = snap.undo
     assert undo is not None
     steps: list[fsio.Step | Rebuild] = []
     fixed = []
-    if (
-        snap.record is not None
-        and undo.record is not None
-        and sha256(snap.record) == undo.record.before.sha256
-    ):
-        assert target.record_file is not None
-        steps.append(
-            _write(target.record_file, undo.record.edit.apply(snap.record), "RECORD", snap.record_stat)
-        )
+    record = _record_repair(target, spec, snap)
+    if record is not None and target.record_file is not None:
+        steps.append(_write(target.record_file, record, "RECORD", snap.record_stat))
         fixed.append("updated RECORD")
     stale = snap.stale_pycs()
     steps += _pyc_steps(target, stale, snap.graph, snap.graph_stat.mtime_ns)
@@ -314,7 +343,7 @@ def revert(target: Target, spec: PatchSpec, snap: Snapshot, known: Known | None)
     raise refused(
         f"Expected graph.py to be as torch-lazylog left it (sha256 {undo.graph.after.sha256[:16]}...) or the "
         f"original ({undo.graph.before.sha256[:16]}...), found {snap.sha256[:16]}...: it changed since apply. "
-        f"Nothing was written. Reinstall torch ({_reinstall(target)}) and delete {target.undo_path}."
+        f"Nothing was written. Only a reinstall of torch brings back a known graph.py."
     )
 
 
@@ -324,8 +353,7 @@ def _revert_unrecorded(target: Target, spec: PatchSpec, known: Known) -> Plan:
     if known.state == "patched":
         raise refused(
             f"Expected an undo record at {target.undo_path} for the patched graph.py{known.described()}, found "
-            "none, so the original bytes cannot be restored exactly. Nothing was written. Reinstall torch "
-            f"({_reinstall(target)}) to get them back."
+            "none, so the original bytes cannot be restored exactly. Nothing was written. Only a reinstall of torch brings them back."
         )
     return Plan(
         known.state,
@@ -343,8 +371,7 @@ def _revert_patched(target: Target, snap: Snapshot) -> Plan:
     if sha256(original) != undo.graph.before.sha256:
         raise refused(
             f"The undo record {target.undo_path} does not restore graph.py to the hash it records "
-            f"({undo.graph.before.sha256[:16]}...). Nothing was written. Reinstall torch "
-            f"({_reinstall(target)}) and delete the record."
+            f"({undo.graph.before.sha256[:16]}...). Nothing was written. Only a reinstall of torch brings back the original (pip removes the record)."
         )
     graph = fsio.Write(
         target.graph,
@@ -395,8 +422,21 @@ def verify(target: Target, spec: PatchSpec, snap: Snapshot, known: Known | None)
             for item in snap.stale_pycs()
             if item.mode == "unchecked-hash"
         ]
-    return Plan(state, _verdict(target, snap, state, problems, describe(release, match)), _code(state, problems),
-                release=release, match=match, problems=tuple(problems))  # fmt: skip
+    code = _code(state, problems)
+    message = _verdict(target, snap, state, problems, describe(release, match))
+    next_step = None if code == ExitCode.OK else _next_for_verify(snap, state, known)
+    return Plan(state, message, code, next_step, release=release, match=match, problems=tuple(problems))
+
+
+def _next_for_verify(snap: Snapshot, state: State, known: Known | None) -> Next:
+    """The one command that fixes what verify found, or the reinstall state when none can."""
+    if state == "eager" or known is None:
+        return "apply"  # patches, or finishes an interrupted apply (RECORD, stale pycs)
+    undo_is_stale = snap.undo is not None and snap.sha256 != snap.undo.graph.before.sha256
+    if undo_is_stale:
+        # apply drops a record of a file since replaced by a pristine lazy release; nothing else can help
+        return "apply" if known.match == "exact" and known.state == "native" else "reinstall"
+    return "reinstall" if known.state == "patched" else "apply"
 
 
 def _record_problems(target: Target, snap: Snapshot, known: Known) -> list[str]:
@@ -422,14 +462,9 @@ def _verdict(target: Target, snap: Snapshot, state: State, problems: list[str], 
     )
     where = f"torch {target.torch_version} at {target.torch_dir}"
     if state == "eager":
-        return (
-            f"{where} formats the implicit-fallback log eagerly{described}. Run `torch-lazylog apply`.{notes}"
-        )
+        return f"{where} formats the implicit-fallback log eagerly{described}.{notes}"
     if problems:
-        return (
-            f"{where} is {state} but not consistent: {'; '.join(problems)}. "
-            f"Run `torch-lazylog apply` to repair.{notes}"
-        )
+        return f"{where} is {state} but not consistent: {'; '.join(problems)}.{notes}"
     if state == "native":
         return f"{where} formats the implicit-fallback log lazily: natively{described}.{notes}"
     return (

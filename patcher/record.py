@@ -9,13 +9,11 @@ import re
 from typing import Any, NamedTuple
 
 from patcher.edits import Edit
-from patcher.errors import environment, refused
+from patcher.errors import damaged, refused
 
 UNDO_VERSION = 1
 TOOL = "torch-lazylog"
-_REINSTALL = (
-    "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps torch==<version>)."
-)
+_REINSTALL = "The install is damaged: only a reinstall of torch repairs it."
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -146,7 +144,7 @@ def rows(record: bytes, path: str) -> list[Row]:
     try:
         record.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise environment(
+        raise damaged(
             f"Expected torch's RECORD to be UTF-8 CSV, found undecodable bytes ({exc.reason}). {_REINSTALL}"
         ) from exc
     key = path.encode("utf-8")
@@ -160,7 +158,7 @@ def rows(record: bytes, path: str) -> list[Row]:
         try:
             fields = next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
         except csv.Error as exc:
-            raise environment(
+            raise damaged(
                 f"Expected torch's RECORD to be CSV, found a malformed row ({exc}). {_REINSTALL}"
             ) from exc
         if fields and fields[0] == path and not (found and found[-1].offset == start):
@@ -179,7 +177,7 @@ def record_edit(record: bytes, path: str, digest: str, size: int, add_row: str |
     """Point `path`'s row at the new hash and size; add `add_row` (no hash) right after it."""
     matches = rows(record, path)
     if len(matches) != 1:
-        raise environment(
+        raise damaged(
             f"Expected exactly one row for {path} in torch's RECORD, found {len(matches)}. " + _REINSTALL
         )
     offset, line = matches[0].offset, matches[0].line

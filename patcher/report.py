@@ -15,6 +15,7 @@ class Report(NamedTuple):
     changed: bool
     message: str
     code: ExitCode = ExitCode.OK
+    next: str | None = None  # the one next step: a verb from the engine, a command line once rendered
     torch_version: str | None = None
     torch_dir: str | None = None
     graph_py: str | None = None
@@ -34,6 +35,7 @@ class Report(NamedTuple):
             "changed": self.changed,
             "exit_code": int(self.code),
             "message": self.message,
+            "next": self.next,
             "torch_version": self.torch_version,
             "torch_dir": self.torch_dir,
             "graph_py": self.graph_py,

@@ -7,8 +7,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from patcher import fsio, pyc
-from patcher.classify import base_version
-from patcher.errors import environment
+from patcher.errors import damaged, environment
 from patcher.hashes import sha256
 from patcher.locate import Target
 from patcher.record import UndoRecord, undo_parse_error
@@ -69,11 +68,9 @@ def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
         with open(target.record_file, "rb") as handle:
             data, st = handle.read(), os.fstat(handle.fileno())
     except OSError as exc:
-        raise environment(
+        raise damaged(
             f"Expected {target.record_file} (the list of torch's installed files), but could not read it "
-            f"({exc.strerror}). "
-            "The install is damaged: reinstall torch (pip install --force-reinstall --no-deps "
-            f"torch=={base_version(target.torch_version) or '<version>'})."
+            f"({exc.strerror}). The install is damaged: only a reinstall of torch repairs it."
         ) from exc
     return data, FileStat.of(st)
 

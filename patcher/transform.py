@@ -43,6 +43,8 @@ class Unchanged(NamedTuple):
 
 class Refused(NamedTuple):
     reason: str
+    branch: str | None = None  # the enclosing branch's code, when there is one: for a diff
+    form: Form = "eager"
 
 
 Outcome = Rewritten | Unchanged | Refused
@@ -191,9 +193,12 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
     expected = _expected(spec, found.form)
     if found.call is None or canonical(found.call) != canonical(expected):
         shown = module.code_for_node(found.call).strip() if found.call else "no call"
+        branch = found.branch.with_changes(orelse=None, leading_lines=()) if found.branch else None
         return Refused(
             f"the log call differs from the known one: expected `{module.code_for_node(expected)}`, "
-            f"found `{' '.join(shown.split())}`"
+            f"found `{' '.join(shown.split())}`",
+            module.code_for_node(branch) if branch else None,
+            found.form,
         )
     if found.branch is None:
         return Refused("the log call is not inside an `if`/`elif` branch")

@@ -210,3 +210,31 @@ def test_target_options_come_from_the_environment_and_an_option_wins(
     assert run("verify", "--python", sys.executable).exit_code == 1  # the option wins: eager 2.10.0
     help_text = run("apply", "--help").stdout
     assert "TORCH_LAZYLOG_PYTHON" in help_text and "TORCH_LAZYLOG_TORCH_DIR" in help_text
+
+
+@pytest.mark.parametrize(
+    ("python", "found"),
+    [
+        ("DIR", "found a directory"),
+        ("/bin/ls", "to be a Python 3 interpreter that can report where its torch is, but it exited with 2"),
+    ],
+    ids=["directory", "not-python"],
+)
+def test_a_python_that_is_not_one_is_named_as_such(
+    python: str, found: str, tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    result = run("verify", "--python", str(tmp_path) if python == "DIR" else python)
+    assert result.exit_code == 4
+    assert found in result.stderr, result.stderr
+    assert (
+        ".." not in result.stderr
+        and "Permission denied" not in result.stderr
+        and "Traceback" not in result.stderr
+    )
+
+
+def test_a_missing_torch_dir_is_named_as_missing(tmp_path: Path, run: Callable[..., Result]) -> None:
+    result = run("apply", "--torch-dir", str(tmp_path / "nonexistent" / "torch"))
+    assert result.exit_code == 4
+    assert f"found no directory at {tmp_path / 'nonexistent' / 'torch'}" in result.stderr
+    assert "is not a directory" not in result.stderr

@@ -82,6 +82,9 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert code == 0, report
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
+    assert (
+        f"{len(report['checks'])} checks passed" in report["message"]
+    )  # the sentence counts what JSON lists
     assert {c["name"]: c["passed"] for c in report["checks"]} == {
         "static": True,
         "compiled_result_correct": True,

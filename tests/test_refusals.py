@@ -109,3 +109,24 @@ def test_drifted_site_is_refused_and_nothing_written(
     assert dry.exit_code == 3
     assert json.loads(dry.stdout)["state"] == "unknown"
     assert snapshot(torch_dir.parent) == before
+
+
+@pytest.mark.parametrize("command", ["apply", "verify", "revert"])
+def test_a_changed_log_text_is_refused_with_the_diff_of_its_branch(
+    command: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    _edit(
+        torch_dir / "_inductor" / "graph.py",
+        b'"Creating implicit fallback for:\\n%s"',
+        b'"Creating fallback for:\\n%s"',
+    )
+    result = run(command, "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 3 and report["next"], report
+    diff = report["diff"]
+    assert diff.startswith("The branch differs from the nearest release, 2.10.0:"), diff
+    changed = [line[0] + line[1:].strip() for line in diff.splitlines()[3:] if line[:1] in "+-"]
+    assert changed == ['-"Creating implicit fallback for:\\n%s",', '+"Creating fallback for:\\n%s",'], diff
+    text = run(command, "--torch-dir", str(torch_dir))
+    assert diff in text.stderr and "Nothing was written." in text.stderr

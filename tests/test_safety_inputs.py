@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -69,7 +70,7 @@ def test_disk_full_changes_nothing(
     monkeypatch.setenv("TORCH_LAZYLOG_FAILPOINT", f"{point}@enospc")
     result = run("apply", "--torch-dir", str(torch_dir))
     assert result.exit_code == 4
-    assert "No space left on device" in result.stderr and "Nothing was changed" in result.stderr
+    assert "no space left on the device holding" in result.stderr and "Nothing was changed" in result.stderr
     assert snapshot(torch_dir.parent) == before
 
 
@@ -162,7 +163,10 @@ def test_broken_record_is_an_environment_error(
     for command in commands:
         result = run(command, "--torch-dir", str(torch_dir))
         assert result.exit_code == 4, (command, result.output)
-        assert "RECORD" in result.stderr and "reinstall torch" in result.stderr.lower()
+        assert (
+            "RECORD" in result.stderr
+            and "-m pip install --force-reinstall --no-deps torch==2.10.0" in result.stderr
+        )
     assert snapshot(torch_dir.parent) == before
 
 
@@ -286,3 +290,49 @@ def test_patched_without_undo_record_says_what_to_do(
         assert result.exit_code == 3, result.output
         assert "pip install --force-reinstall --no-deps torch==2.10.0" in result.stderr
     assert snapshot(torch_dir.parent) == before
+
+
+def test_a_file_of_another_owner_is_named_as_such(release: Callable[[str], Path]) -> None:
+    """The tree belongs to `nobody`; the tool runs as root without the capability to override file
+    permissions (as an unprivileged user would): the cause is ownership, not the mode (0o644)."""
+    import subprocess
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and util-linux's setpriv, to drop the permission override")
+    torch_dir = release("2.10.0")
+    for path in [torch_dir.parent, *torch_dir.parent.rglob("*")]:
+        os.chown(path, 65534, 65534)
+    before = snapshot(torch_dir.parent)
+    drop = "-dac_override,-fowner"
+    done = subprocess.run(
+        ["setpriv", f"--bounding-set={drop}", f"--inh-caps={drop}",
+         sys.executable, "-m", "patcher", "apply", "--torch-dir", str(torch_dir)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "belongs to nobody (uid 65534) and torch-lazylog runs as root (uid 0)" in done.stderr, done.stderr
+    assert "read-only" not in done.stderr
+    assert snapshot(torch_dir.parent) == before
+
+
+def test_a_read_only_filesystem_is_named_as_such(release: Callable[[str], Path], tmp_path: Path) -> None:
+    import subprocess
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to mount a filesystem")
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", str(mount)], check=True)
+    try:
+        torch_dir = mount / "site" / "torch"
+        shutil.copytree(release("2.10.0").parent, mount / "site")
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        result_json = subprocess.run(
+            [sys.executable, "-m", "patcher", "apply", "--torch-dir", str(torch_dir), "--json"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        report = json.loads(result_json.stdout)
+        assert result_json.returncode == 4 and "read-only filesystem" in report["message"], report
+        assert "mode" not in report["message"]
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)

@@ -1,0 +1,161 @@
+"""Every result that is not success names one next step, and following it, as printed, closes.
+
+Each case puts a real release tree into a state, then walks: verify, run the command its `next`
+names (parsed from the JSON, run exactly as printed), at most three times. The walk must end at
+exit 0, or at the documented state that only a reinstall of torch can fix (its `next` is the pip
+command for the target interpreter). No state may loop.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from tests import realdata
+from tests.conftest import need
+from tests.helpers import make_pyc
+
+Mutate = Callable[[Path, Callable[..., Result]], None]
+
+
+def _graph(torch_dir: Path) -> Path:
+    return torch_dir / "_inductor" / "graph.py"
+
+
+def _record(torch_dir: Path) -> Path:
+    return next(torch_dir.parent.glob("torch-*.dist-info")) / "RECORD"
+
+
+def _applied(torch_dir: Path, run: Callable[..., Result]) -> None:
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+
+
+def pristine(torch_dir: Path, run: Callable[..., Result]) -> None:
+    """Nothing done yet."""
+
+
+def foreign_pyc(torch_dir: Path, run: Callable[..., Result]) -> None:
+    (_graph(torch_dir).parent / "__pycache__").mkdir(exist_ok=True)
+    (_graph(torch_dir).parent / "__pycache__" / "graph.cpython-399.pyc").write_bytes(b"\0" * 16)
+
+
+def record_row_put_back(torch_dir: Path, run: Callable[..., Result]) -> None:
+    original = _record(torch_dir).read_bytes()
+    _applied(torch_dir, run)
+    row = next(
+        line for line in original.splitlines(keepends=True) if line.startswith(b"torch/_inductor/graph.py,")
+    )
+    lines = [
+        row if line.startswith(b"torch/_inductor/graph.py,") else line
+        for line in _record(torch_dir).read_bytes().splitlines(keepends=True)
+    ]
+    _record(torch_dir).write_bytes(b"".join(lines))
+
+
+def stale_unchecked_pyc(torch_dir: Path, run: Callable[..., Result]) -> None:
+    pyc = make_pyc(_graph(torch_dir), "unchecked-hash", 0)
+    stale = pyc.read_bytes()
+    _applied(torch_dir, run)
+    pyc.write_bytes(stale)
+
+
+def reinstalled_over_patched(torch_dir: Path, run: Callable[..., Result]) -> None:
+    original = _graph(torch_dir).read_bytes()
+    _applied(torch_dir, run)
+    _graph(torch_dir).write_bytes(original)  # the undo record stays behind
+
+
+def edited_after_apply(torch_dir: Path, run: Callable[..., Result]) -> None:
+    _applied(torch_dir, run)
+    _graph(torch_dir).write_bytes(_graph(torch_dir).read_bytes() + b"\n# edited by hand\n")
+
+
+def undo_record_deleted(torch_dir: Path, run: Callable[..., Result]) -> None:
+    _applied(torch_dir, run)
+    next(torch_dir.parent.glob("torch-*.dist-info")).joinpath("torch_lazylog.json").unlink()
+
+
+def upgraded_over_patched(torch_dir: Path, run: Callable[..., Result]) -> None:
+    """A patched 2.12.1 whose graph.py was replaced by 2.13.0's, the record left behind."""
+    _applied(torch_dir, run)
+    _graph(torch_dir).write_bytes(need(lambda: realdata.graph_source("2.13.0")))  # type: ignore[arg-type]
+
+
+CASES: list[tuple[str, Mutate, str]] = [
+    ("2.10.0", pristine, "ok"),
+    ("2.10.0", foreign_pyc, "ok"),
+    ("2.10.0", record_row_put_back, "ok"),
+    ("2.10.0", stale_unchecked_pyc, "ok"),
+    ("2.10.0", reinstalled_over_patched, "ok"),
+    ("2.12.1", edited_after_apply, "reinstall"),
+    ("2.10.0", edited_after_apply, "reinstall"),
+    ("2.10.0", undo_record_deleted, "reinstall"),
+    ("2.12.1", upgraded_over_patched, "ok"),
+]
+
+
+def _walk(torch_dir: Path, run: Callable[..., Result]) -> tuple[str, list[str]]:
+    taken: list[str] = []
+    for _ in range(4):
+        verify = run("verify", "--json", "--torch-dir", str(torch_dir))
+        report = json.loads(verify.stdout)
+        assert report["exit_code"] == verify.exit_code
+        if verify.exit_code == 0:
+            assert report["next"] is None, report
+            return "ok", taken
+        step = report["next"]
+        assert step, f"exit {verify.exit_code} names no next step: {report['message']}"
+        assert f"--torch-dir {torch_dir}" in step or "-m pip install" in step, step
+        if "-m pip install --force-reinstall --no-deps torch==" in step:
+            return "reinstall", taken
+        assert step not in taken, f"the advice loops: {[*taken, step]}"
+        taken.append(step)
+        words = shlex.split(step)
+        assert words[0] == "torch-lazylog", step
+        done = run(*words[1:])
+        assert done.exit_code == 0, (step, done.output)
+    raise AssertionError(f"no end after {taken}")
+
+
+@pytest.mark.parametrize(("version", "mutate", "end"), CASES, ids=[f"{v}-{m.__name__}" for v, m, _ in CASES])
+def test_following_the_advice_closes(
+    version: str, mutate: Mutate, end: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release(version)
+    mutate(torch_dir, run)
+    reached, taken = _walk(torch_dir, run)
+    assert reached == end, taken
+    if end == "reinstall":
+        for command in ("apply", "revert"):
+            result = run(command, "--torch-dir", str(torch_dir))
+            assert result.exit_code != 0 and "Only a reinstall of torch can fix this: " in result.stderr, (
+                result.output
+            )
+
+
+def test_advice_repeats_the_python_the_user_gave(
+    release: Callable[[str], Path], tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    import subprocess
+    import sys
+
+    torch_dir = release("2.10.0")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next(venv.glob("lib/python3*/site-packages"))
+    for item in torch_dir.parent.iterdir():
+        shutil.move(str(item), site / item.name)
+    python = str(venv / "bin" / "python")
+    report = json.loads(run("verify", "--json", "--python", python).stdout)
+    assert report["next"] == f"torch-lazylog apply --python {python}"
+    undo_record_deleted(site / "torch", run)
+    result = run("verify", "--json", "--python", python)
+    assert json.loads(result.stdout)[
+        "next"
+    ] == f"{python} -m pip install --force-reinstall --no-deps torch=2.10.0".replace("torch=2", "torch==2")

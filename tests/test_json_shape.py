@@ -1,0 +1,100 @@
+"""One JSON shape for every result and every error, on every exit path, as the README lists it."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests import realdata
+from tests.conftest import need
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_fields() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    table = text[text.index("### JSON") : text.index("## How it decides")]
+    return [f for row in re.findall(r"^\| (`[^|]+) \|", table, re.M) for f in re.findall(r"`(\w+)`", row)]
+
+
+def _tool(*args: str) -> tuple[int, dict[str, object]]:
+    done = subprocess.run([sys.executable, "-m", "patcher", *args, "--json"], capture_output=True, text=True)
+    report: dict[str, object] = json.loads(done.stdout)  # the whole of stdout is one object
+    return done.returncode, report
+
+
+def _tree(tmp_path: Path, version: str = "2.10.0") -> Path:
+    torch_dir = need(lambda: realdata.release_tree(version, tmp_path / "site"))
+    assert isinstance(torch_dir, Path)
+    return torch_dir
+
+
+def _patched_without_record(tmp_path: Path) -> list[str]:
+    torch_dir = _tree(tmp_path)
+    assert _tool("apply", "--torch-dir", str(torch_dir))[0] == 0
+    next(torch_dir.parent.glob("torch-*.dist-info")).joinpath("torch_lazylog.json").unlink()
+    return ["--torch-dir", str(torch_dir)]
+
+
+def _unknown_graph(tmp_path: Path) -> list[str]:
+    torch_dir = _tree(tmp_path)
+    (torch_dir / "_inductor" / "graph.py").write_bytes(b"x = 1\n")
+    return ["--torch-dir", str(torch_dir)]
+
+
+def _not_a_torch_wheel(tmp_path: Path) -> list[str]:
+    wheel = tmp_path / "not-a-torch.whl"
+    wheel.write_bytes(b"")
+    return [str(wheel)]
+
+
+def _wheels(versions: list[str]) -> list[str]:
+    return [str(need(lambda v=v: realdata.wheel(v))) for v in versions]  # type: ignore[misc]
+
+
+CASES: list[tuple[str, int, Callable[[Path], list[str]]]] = [
+    ("apply", 0, lambda tmp: ["--torch-dir", str(_tree(tmp))]),
+    ("verify", 0, lambda tmp: ["--torch-dir", str(_tree(tmp, "2.13.0"))]),
+    ("revert", 0, lambda tmp: ["--torch-dir", str(_tree(tmp))]),
+    ("verify", 1, lambda tmp: ["--torch-dir", str(_tree(tmp))]),
+    ("apply", 2, lambda tmp: ["--no-such-option"]),
+    ("verify", 2, lambda tmp: ["--runtime=maybe"]),
+    ("apply", 3, _patched_without_record),
+    ("revert", 3, _patched_without_record),
+    ("verify", 3, _unknown_graph),
+    ("apply", 4, lambda tmp: ["--torch-dir", str(tmp / "nowhere")]),
+    ("verify", 4, lambda tmp: ["--python", str(tmp)]),
+    ("revert", 4, lambda tmp: ["--python", "/bin/ls"]),
+    ("fingerprint", 0, lambda tmp: ["--check", *_wheels(realdata.ALL_RELEASES)]),
+    ("fingerprint", 1, lambda tmp: ["--check", *_wheels(["2.10.0"])]),
+    ("fingerprint", 2, lambda tmp: [str(tmp / "missing.whl")]),
+    ("fingerprint", 3, _not_a_torch_wheel),
+]
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "args"), CASES, ids=[f"{c}-{n}-{i}" for i, (c, n, _) in enumerate(CASES)]
+)
+def test_every_exit_path_prints_the_documented_shape(
+    command: str, code: int, args: Callable[[Path], list[str]], tmp_path: Path
+) -> None:
+    exit_code, report = _tool(command, *args(tmp_path))
+    assert exit_code == code, report
+    assert list(report) == _readme_fields()
+    assert report["command"] == command and report["exit_code"] == code
+    assert isinstance(report["message"], str) and report["message"].endswith(".")
+    assert not report["message"].endswith("..") and "Traceback" not in report["message"]
+    assert report["state"] in ("eager", "patched", "native", "unknown")
+    assert isinstance(report["changed"], bool)
+    for listed in ("problems", "pycs", "checks"):
+        assert isinstance(report[listed], list)
+    if command in ("apply", "verify", "revert") and code in (1, 3):
+        assert report["next"], f"exit {code} names no next step"
+    if code == 0:
+        assert report["next"] is None
