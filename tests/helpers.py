@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,12 @@ def cache_tag() -> str:
 
 def magic() -> bytes:
     return importlib.util.MAGIC_NUMBER
+
+
+def readme_snippet() -> str:
+    """The README's Dockerfile snippet, as printed."""
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = text[text.index("## In a Dockerfile") :]
+    match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
+    assert match
+    return match[1]

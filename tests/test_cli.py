@@ -238,3 +238,39 @@ def test_a_missing_torch_dir_is_named_as_missing(tmp_path: Path, run: Callable[.
     assert result.exit_code == 4
     assert f"found no directory at {tmp_path / 'nonexistent' / 'torch'}" in result.stderr
     assert "is not a directory" not in result.stderr
+
+
+def test_without_options_the_running_interpreters_torch_is_meant(run: Callable[..., Result]) -> None:
+    """The test interpreter has no torch: found in-process (no second interpreter), and said so."""
+    result = run("verify", "--json")
+    assert result.exit_code == 4
+    report = json.loads(result.stdout)
+    assert (
+        "Expected `import torch` to find torch for" in report["message"] and "found none" in report["message"]
+    )
+
+
+def test_a_stale_dist_info_beside_torch_is_told_apart_by_its_record(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.10.0")
+    real = next(torch_dir.parent.glob("torch-*.dist-info"))
+    stale = torch_dir.parent / "torch-2.9.0.dist-info"
+    stale.mkdir()
+    (stale / "RECORD").write_text("torch/version.py,,\n")  # a broken uninstall's leftover
+    report = json.loads(run("apply", "--json", "--torch-dir", str(torch_dir)).stdout)
+    assert report["undo_record"] == str(real / "torch_lazylog.json"), report
+    (stale / "RECORD").write_bytes((real / "RECORD").read_bytes())  # now both list graph.py
+    result = run("verify", "--torch-dir", str(torch_dir))
+    assert (
+        result.exit_code == 4 and "found 2 (torch-2.10.0.dist-info, torch-2.9.0.dist-info)" in result.stderr
+    )
+
+
+def test_the_version_comes_from_metadata_when_version_py_has_none(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    torch_dir = release("2.11.0")
+    (torch_dir / "version.py").write_text("git_version = 'abc'\n")
+    report = json.loads(run("verify", "--json", "--torch-dir", str(torch_dir)).stdout)
+    assert report["torch_version"] == "2.11.0"

@@ -16,6 +16,7 @@ import pytest
 
 from tests import images, realdata
 from tests.conftest import need
+from tests.helpers import readme_snippet
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAPH = "/opt/venv/lib/python3*/site-packages/torch/_inductor/graph.py"
@@ -156,14 +157,6 @@ def test_the_build_cache_keeps_the_patch_only_while_the_tool_is_the_same(
         images.docker("image", "rm", "-f", tag)
 
 
-def _readme_snippet() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## In a Dockerfile") :]
-    match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
-    assert match
-    return match[1]
-
-
 def test_the_readme_snippet_builds_as_printed(built: tuple[str, str, str], tmp_path: Path) -> None:
     base, _, _ = built
     context = tmp_path / "context"
@@ -173,7 +166,7 @@ def test_the_readme_snippet_builds_as_printed(built: tuple[str, str, str], tmp_p
             ["wheel", "--quiet", "--no-deps", "-w", str(context / "dist"), str(ROOT)], "setuptools"
         )
     )
-    (context / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{_readme_snippet()}")
+    (context / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
     tag = "torch-lazylog-test:snippet"
     try:
         log = _build(context, tag, base, "Dockerfile")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 import patcher
 from tests import realdata
 from tests.conftest import need, snapshot
+from tests.helpers import readme_snippet
 
 ROOT = Path(__file__).resolve().parent.parent
 HADOLINT = Path(sys.executable).parent / "hadolint"
@@ -64,22 +64,14 @@ def test_hadolint_passes_dockerfile_rocm() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
-def _readme_snippet() -> str:
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("## In a Dockerfile") :]
-    match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
-    assert match
-    return match[1]
-
-
 def test_hadolint_passes_the_readme_snippet(tmp_path: Path) -> None:
     probe = tmp_path / "Dockerfile"
     probe.write_text(
-        "FROM rocm/pytorch:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0\n" + _readme_snippet()
+        "FROM rocm/pytorch:rocm7.2.4_ubuntu24.04_py3.12_pytorch_release_2.10.0\n" + readme_snippet()
     )
     done = subprocess.run([str(HADOLINT), str(probe)], capture_output=True, text=True)
     assert (done.returncode, done.stdout) == (0, "")
-    assert _readme_snippet().count("torch-lazylog apply") == 1
+    assert readme_snippet().count("torch-lazylog apply") == 1
 
 
 def test_wheel_ships_the_patch_definitions_and_nothing_else(wheel: Path) -> None:
