@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from patcher.report import JsonValue
 
 
 def _text(data: bytes) -> str:
@@ -33,11 +35,11 @@ class Edit(NamedTuple):
     def line_number(self, data: bytes) -> int:
         return data.count(b"\n", 0, self.offset) + 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"new": _text(self.new), "offset": self.offset, "old": _text(self.old)}
 
     @classmethod
-    def from_json(cls, data: Any) -> Edit:
+    def from_json(cls, data: object) -> Edit:
         if not isinstance(data, dict):
             raise ValueError("edit is not an object")
         offset, old, new = data.get("offset"), data.get("old"), data.get("new")

@@ -6,10 +6,11 @@ import csv
 import io
 import json
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from patcher.edits import Edit
 from patcher.errors import damaged, refused
+from patcher.report import JsonValue
 
 UNDO_VERSION = 1
 TOOL = "torch-lazylog"
@@ -21,11 +22,11 @@ class FileState(NamedTuple):
     sha256: str
     size: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {"sha256": self.sha256, "size": self.size}
 
     @classmethod
-    def from_json(cls, data: Any) -> FileState:
+    def from_json(cls, data: object) -> FileState:
         if not isinstance(data, dict):
             raise ValueError("file state is not an object")
         sha, size = data.get("sha256"), data.get("size")
@@ -44,7 +45,7 @@ class FileChange(NamedTuple):
     mode: int  # the original's permission bits and mtime, restored by revert
     mtime_ns: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return {
             "after": self.after.to_json(),
             "before": self.before.to_json(),
@@ -55,7 +56,7 @@ class FileChange(NamedTuple):
         }
 
     @classmethod
-    def from_json(cls, data: Any, expected_path: str) -> FileChange:
+    def from_json(cls, data: object, expected_path: str) -> FileChange:
         if not isinstance(data, dict):
             raise ValueError("file change is not an object")
         if data.get("path") != expected_path:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from patcher.errors import refused
+from patcher.report import JsonValue
 
 PATCH_NAME = "lazy_implicit_fallback.json"
 SPEC_VERSION = 1
@@ -24,8 +25,8 @@ class Release(NamedTuple):
     patched_size: int | None = None
     patched_site: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_json(self) -> dict[str, JsonValue]:
+        data: dict[str, JsonValue] = {
             "version": self.version,
             "state": self.state,
             "sha256": self.sha256,
@@ -71,7 +72,7 @@ class Releases(NamedTuple):
     def versions(self, state: ReleaseState) -> list[str]:
         return [r.version for r in self.rows if r.state == state]
 
-    def to_json(self, patch_id: str) -> dict[str, Any]:
+    def to_json(self, patch_id: str) -> dict[str, JsonValue]:
         return {
             "generated_by": "torch-lazylog fingerprint",
             "patch": patch_id,
@@ -100,7 +101,9 @@ class PatchSpec(NamedTuple):
         return "torch/" + self.file
 
 
-def _releases_from_json(data: dict[str, Any]) -> Releases:
+def _releases_from_json(data: object) -> Releases:
+    if not isinstance(data, dict) or not isinstance(data.get("releases"), list):
+        raise ValueError("the releases table is not an object with a list of releases")
     rows = tuple(Release(**row) for row in data["releases"])
     return Releases(rows=rows, site_code=dict(data["sites"]))
 

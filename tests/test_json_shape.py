@@ -75,6 +75,7 @@ CASES: list[tuple[str, int, Callable[[Path], list[str]]]] = [
     ("fingerprint", 1, lambda tmp: ["--check", *_wheels(["2.10.0"])]),
     ("fingerprint", 2, lambda tmp: [str(tmp / "missing.whl")]),
     ("fingerprint", 3, _not_a_torch_wheel),
+    ("fingerprint", 4, lambda tmp: ["--output", str(tmp / "no-such-dir" / "out.json"), *_wheels(["2.10.0"])]),
 ]
 
 
