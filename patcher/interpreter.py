@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
@@ -108,8 +107,3 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, str | None
             "Install torch there, or pass --python or --torch-dir to point at the right one."
         )
     return interpreter, info["torch_dir"]
-
-
-def module_path(module: ModuleType) -> Path:
-    assert module.__file__ is not None
-    return Path(module.__file__)
