@@ -85,6 +85,11 @@ def cache_tag() -> str:
     return tag
 
 
+def foreign_pyc_name() -> str:
+    """graph.py's pyc under a cache tag derived from the runner's and so never equal to it."""
+    return f"graph.{cache_tag()}-other.pyc"
+
+
 def magic() -> bytes:
     return importlib.util.MAGIC_NUMBER
 

@@ -19,7 +19,7 @@ from click.testing import Result
 
 from tests import realdata
 from tests.conftest import need
-from tests.helpers import make_pyc
+from tests.helpers import foreign_pyc_name, make_pyc
 
 Mutate = Callable[[Path, Callable[..., Result]], None]
 
@@ -42,7 +42,7 @@ def pristine(torch_dir: Path, run: Callable[..., Result]) -> None:
 
 def foreign_pyc(torch_dir: Path, run: Callable[..., Result]) -> None:
     (_graph(torch_dir).parent / "__pycache__").mkdir(exist_ok=True)
-    (_graph(torch_dir).parent / "__pycache__" / "graph.cpython-399.pyc").write_bytes(b"\0" * 16)
+    (_graph(torch_dir).parent / "__pycache__" / foreign_pyc_name()).write_bytes(b"\0" * 16)
 
 
 def record_row_put_back(torch_dir: Path, run: Callable[..., Result]) -> None:

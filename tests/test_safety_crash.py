@@ -19,7 +19,7 @@ from click.testing import Result
 
 from tests import realdata
 from tests.conftest import need, snapshot
-from tests.helpers import cache_tag, check_pyc, make_pyc, tool
+from tests.helpers import cache_tag, check_pyc, foreign_pyc_name, make_pyc, tool
 
 VERSION = "2.10.0"
 TEMP = "*.torch-lazylog.tmp"
@@ -33,7 +33,7 @@ def _tree(base: Path, name: str) -> Path:
     graph = torch_dir / "_inductor" / "graph.py"
     make_pyc(graph, "timestamp", 0)
     make_pyc(graph, "unchecked-hash", 2)
-    foreign = graph.parent / "__pycache__" / "graph.cpython-399.pyc"  # another interpreter's
+    foreign = graph.parent / "__pycache__" / foreign_pyc_name()  # another interpreter's
     foreign.write_bytes(b"\0" * 16)
     return torch_dir
 
@@ -46,7 +46,7 @@ def _expected_points(command: str) -> list[str]:
     """Every write step, in order: staged (written, fsynced) for all files, then each committed."""
     tag = cache_tag()
     if command == "apply":
-        staged, committed = _labels(tag), [*_labels(tag)[:4], "pyc-graph.cpython-399.pyc", "RECORD"]
+        staged, committed = _labels(tag), [*_labels(tag)[:4], f"pyc-{foreign_pyc_name()}", "RECORD"]
     else:
         staged, committed = _labels(tag)[1:], [*_labels(tag)[1:], "undo"]
     return [f"{stage}:{label}" for label in staged for stage in ("written", "fsynced")] + [
