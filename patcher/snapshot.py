@@ -53,20 +53,24 @@ class Snapshot(NamedTuple):
         return [p for p in self.own_pycs() if pyc.stale(p, self.graph, mtime, self.source_hash)]
 
 
-def _read(path: Path, what: str) -> tuple[bytes, os.stat_result]:
+def _contents(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes and the stat of one open file (so the two describe the same file)."""
+    with open(path, "rb") as handle:
+        return handle.read(), os.fstat(handle.fileno())
+
+
+def _graph(target: Target) -> tuple[bytes, os.stat_result]:
     try:
-        with open(path, "rb") as handle:
-            return handle.read(), os.fstat(handle.fileno())
+        return _contents(target.graph)
     except OSError as exc:
-        raise environment(f"Could not read {what} {path}: {exc.strerror}.") from exc
+        raise environment(f"Could not read graph.py {target.graph}: {exc.strerror}.") from exc
 
 
 def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
     if target.record_file is None:
         return None, None
     try:
-        with open(target.record_file, "rb") as handle:
-            data, st = handle.read(), os.fstat(handle.fileno())
+        data, st = _contents(target.record_file)
     except OSError as exc:
         raise damaged(
             f"Expected {target.record_file} (the list of torch's installed files), but could not read it "
@@ -90,7 +94,7 @@ def _undo(target: Target, spec: PatchSpec) -> UndoRecord | None:
 
 
 def read(target: Target, spec: PatchSpec) -> Snapshot:
-    graph, st = _read(target.graph, "graph.py")
+    graph, st = _graph(target)
     record, record_stat = _record(target)
     prefix = target.interpreter.pycache_prefix
     pycs = pyc.find(target.graph, prefix)

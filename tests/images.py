@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from tests import realdata
@@ -37,15 +36,10 @@ class EngineUnavailable(realdata.Unavailable):
 
 
 def docker(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 3600, **kw: object
+    *args: str, env: dict[str, str] | None = None, timeout: float = 3600
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # type: ignore[call-overload, no-any-return]
-        [DOCKER, *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, **(env or {})},
-        **kw,
+    return subprocess.run(
+        [DOCKER, *args], capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
     )
 
 
@@ -99,18 +93,12 @@ def _check(done: subprocess.CompletedProcess[str], what: str) -> None:
         raise realdata.Unavailable(f"could not {what}: {(done.stderr or done.stdout).strip()[-600:]}")
 
 
-@contextlib.contextmanager
-def _lock(name: str) -> Iterator[None]:
-    with realdata.cache_lock(name):
-        yield
-
-
 def os_image() -> str:
     """Debian bookworm (minbase + python3, python3-venv, ca-certificates) as an engine image."""
     engine()
     if has_image(OS_TAG):
         return OS_TAG
-    with _lock("image-os"):
+    with realdata.cache_lock("image-os"):
         if has_image(OS_TAG):
             return OS_TAG
         if shutil.which("debootstrap") is None:
@@ -151,7 +139,7 @@ def base_image(version: str) -> str:
     if has_image(tag):
         return tag
     os_tag = os_image()
-    with _lock(f"image-{version}"):
+    with realdata.cache_lock(f"image-{version}"):
         if has_image(tag):
             return tag
         with tempfile.TemporaryDirectory(dir=realdata.CACHE) as work:

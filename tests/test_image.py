@@ -6,6 +6,7 @@ the rocm/pytorch images have it; it is built once and kept by the engine between
 
 from __future__ import annotations
 
+import functools
 import re
 import shutil
 import subprocess
@@ -63,6 +64,7 @@ def _sh(image: str, script: str) -> subprocess.CompletedProcess[str]:
     return images.docker("run", "--rm", "--network=host", image, "sh", "-c", script, timeout=1800)
 
 
+@functools.cache
 def _listing(image: str) -> dict[str, str]:
     """Every file under /opt/venv: size and mtime."""
     done = _sh(image, "find /opt/venv -type f -printf '%p\\t%s %T@\\n'")
@@ -99,8 +101,8 @@ def test_the_servers_environment_is_unchanged_but_for_the_patch(built: tuple[str
     assert after.stdout == before.stdout and "torch==" in before.stdout
     changed = {
         path
-        for path in set(_listing_of(base)) | set(_listing_of(image))
-        if _listing_of(base).get(path) != _listing_of(image).get(path)
+        for path in set(_listing(base)) | set(_listing(image))
+        if _listing(base).get(path) != _listing(image).get(path)
     }
     kinds = {re.sub(r"^.*/(torch-[^/]+\.dist-info|torch)/", "", path) for path in changed}
     assert {k for k in kinds if "__pycache__" not in k} == {
@@ -109,15 +111,6 @@ def test_the_servers_environment_is_unchanged_but_for_the_patch(built: tuple[str
         "torch_lazylog.json",
     }, sorted(changed)
     assert all(re.search(r"_inductor/__pycache__/graph\.[^/]+\.pyc$", k) for k in kinds if "__pycache__" in k)
-
-
-_LISTINGS: dict[str, dict[str, str]] = {}
-
-
-def _listing_of(image: str) -> dict[str, str]:
-    if image not in _LISTINGS:
-        _LISTINGS[image] = _listing(image)
-    return _LISTINGS[image]
 
 
 def test_revert_in_the_image_restores_the_base_bytes(built: tuple[str, str, str]) -> None:
