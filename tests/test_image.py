@@ -7,6 +7,7 @@ the rocm/pytorch images have it; it is built once and kept by the engine between
 from __future__ import annotations
 
 import functools
+import os
 import re
 import shutil
 import subprocess
@@ -43,11 +44,19 @@ def _context(destination: Path) -> Path:
     return destination
 
 
-def _build(context: Path, tag: str, base: str, dockerfile: str = "Dockerfile.rocm") -> str:
-    """Build with BuildKit and plain progress; returns the build log."""
+def _tag(name: str) -> str:
+    """An image name of this run's own: runs sharing the engine never remove each other's images."""
+    return f"torch-lazylog-test:{name}-{os.getpid()}"
+
+
+def _build(
+    context: Path, tag: str, base: str, dockerfile: str = "Dockerfile.rocm", cache: bool = False
+) -> str:
+    """Build with BuildKit and plain progress; returns the build log. Without `cache` every step runs:
+    the engine keeps its build cache between runs, and a test of what the steps do must see them run."""
     done = images.docker(
-        "build", "--network=host", "--progress=plain", "-f", str(context / dockerfile),
-        "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(context),
+        "build", "--network=host", "--progress=plain", *([] if cache else ["--no-cache"]),
+        "-f", str(context / dockerfile), "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(context),
         env=images.BUILDKIT,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -77,7 +86,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, 
     """(base, image, build log) of Dockerfile.rocm on the torch 2.10.0 stand-in."""
     base = _base("2.10.0")
     context = _context(tmp_path_factory.mktemp("image") / "context")
-    tag = "torch-lazylog-test:rocm-2.10.0"
+    tag = _tag("rocm-2.10.0")
     log = _build(context, tag, base)
     yield base, tag, log
     images.docker("image", "rm", "-f", tag)
@@ -132,20 +141,22 @@ def test_the_build_cache_keeps_the_patch_only_while_the_tool_is_the_same(
 ) -> None:
     base, _, _ = built
     context = _context(tmp_path / "context")
-    tag = "torch-lazylog-test:cache"
+    tag = _tag("cache")
     try:
         _build(context, tag, base)
-        assert _step_cached(_build(context, tag, base), PATCH_STEP), (
+        assert _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
             "a rebuild of the same context reran the patch"
         )
         definition = context / "patches" / "lazy_implicit_fallback.json"
         definition.write_text(definition.read_text().replace('"summary": "', '"summary": "(edited) '))
-        assert not _step_cached(_build(context, tag, base), PATCH_STEP), (
+        assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
             "a new patches/ kept the old patch layer"
         )
         init = context / "patcher" / "__init__.py"
         init.write_text(init.read_text() + "\n# a change to the tool\n")
-        assert not _step_cached(_build(context, tag, base), PATCH_STEP), "a new tool kept the old patch layer"
+        assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
+            "a new tool kept the old patch layer"
+        )
     finally:
         images.docker("image", "rm", "-f", tag)
 
@@ -160,7 +171,7 @@ def test_the_readme_snippet_builds_as_printed(built: tuple[str, str, str], tmp_p
         )
     )
     (context / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
-    tag = "torch-lazylog-test:snippet"
+    tag = _tag("snippet")
     try:
         log = _build(context, tag, base, "Dockerfile")
         assert "Patched graph.py" in log
@@ -177,7 +188,7 @@ def test_the_readme_snippet_builds_as_printed(built: tuple[str, str, str], tmp_p
 def test_a_natively_lazy_base_builds_and_apply_changes_nothing(tmp_path: Path) -> None:
     base = _base("2.13.0")
     context = _context(tmp_path / "context")
-    tag = "torch-lazylog-test:rocm-2.13.0"
+    tag = _tag("rocm-2.13.0")
     try:
         log = _build(context, tag, base)
         assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
