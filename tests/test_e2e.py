@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DEEP = 16  # fan-in-2 chain depth: the eager text is large, the patched compile is not
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def _the_shared_torch_venvs_one_test_at_a_time() -> Iterator[None]:
+    """These tests apply and revert on the cached torch venvs that every checkout shares: a test
+    holds them alone, so two suites running at once never interleave their steps on one venv."""
+    with realdata.cache_lock("e2e-torch-venvs"):
+        yield
 
 
 def _venv(version: str) -> Path:
