@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -148,12 +149,14 @@ def test_the_build_cache_keeps_the_patch_only_while_the_tool_is_the_same(
             "a rebuild of the same context reran the patch"
         )
         definition = context / "patches" / "lazy_implicit_fallback.json"
-        definition.write_text(definition.read_text().replace('"summary": "', '"summary": "(edited) '))
+        # Edits of this run's own: the engine caches by content, across runs of the same commit.
+        edit = uuid.uuid4().hex
+        definition.write_text(definition.read_text().replace('"summary": "', f'"summary": "(edited {edit}) '))
         assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
             "a new patches/ kept the old patch layer"
         )
         init = context / "patcher" / "__init__.py"
-        init.write_text(init.read_text() + "\n# a change to the tool\n")
+        init.write_text(init.read_text() + f"\n# a change to the tool, {edit}\n")
         assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
             "a new tool kept the old patch layer"
         )
