@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shlex
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeVar
 import click
 
 from patcher import __version__
-from patcher.errors import EXIT_CODE_HELP, ExitCode, LazylogError
+from patcher.errors import EXIT_CODE_HELP, ExitCode, Interrupted, LazylogError
 
 if TYPE_CHECKING:
     from patcher.locate import Target
@@ -56,15 +59,18 @@ class Given(NamedTuple):
     python: str | None = None
     torch_dir: str | None = None
 
-    def command(self, step: str | None, torch_version: str | None) -> str | None:
-        """The next step as a command line to run as it is."""
+    def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
+        """The next step as a command line to run as it is (or, for a reinstall no command can
+        name, what to do instead)."""
         if step is None:
             return None
         if step == "reinstall":
-            python = shlex.quote(self.python or sys.executable)
-            return (
-                f"{python} -m pip install --force-reinstall --no-deps torch=={torch_version or '<version>'}"
-            )
+            from patcher.messages import reinstall
+
+            owner = details.get("owner")
+            python = self.python or owner or (sys.executable if self.torch_dir is None else None)
+            vendor = details.get("vendor") == "yes"
+            return reinstall(shlex.quote(python) if python else None, details.get("dist_version"), vendor)
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
         return "torch-lazylog " + step + "".join(f" {flag} {shlex.quote(v)}" for flag, v in options if v)
 
@@ -78,10 +84,18 @@ def _caught(
     except LazylogError as exc:
         if verbose:
             _traceback()
-        details = exc.details
-        version = details.get("torch_version")
-        error = _error_report(command, exc.code, exc.message, exc.state, details)
-        _finish(error._replace(next=(given or Given()).command(exc.next, version), diff=exc.diff), as_json)
+        error = _error_report(command, exc.code, exc.message, exc.state, exc.details)
+        _finish(
+            error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff), as_json
+        )
+    except Interrupted as exc:
+        import signal
+
+        name = signal.Signals(exc.signum).name
+        code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
+        from patcher.messages import interrupted
+
+        _finish(_error_report(command, code, interrupted(name), "unknown", {}), as_json)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             _traceback()
@@ -118,30 +132,55 @@ def _traceback() -> None:
     traceback.print_exc()
 
 
-def _finish(report: Report, as_json: bool) -> NoReturn:
-    """Print a result or an error the same way: one JSON shape, or the sentence and the next step."""
-    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
+def _render(report: Report, as_json: bool) -> tuple[str, str]:
+    """What goes to stdout and to stderr."""
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-    else:
-        text = report.message
-        if report.next:
-            only = "Only a reinstall of torch can fix this" if "pip install" in report.next else "Next"
-            text += f"\n{only}: {report.next}"
-        if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
-            click.echo(f"torch-lazylog: error: {text}", err=True)
-            if report.diff:
-                click.echo(report.diff, err=True)
-        else:
-            if report.diff:
-                click.echo(report.diff, nl=False)
-            click.echo(text)
+        return json.dumps(report.to_json(), indent=2) + "\n", ""
+    text = report.message
+    if report.next:
+        ours = report.next.startswith("torch-lazylog ")
+        only = "Next" if ours else "Only a reinstall of torch can fix this"
+        text += f"\n{only}: {report.next}"
+    diff = report.diff or ""
+    if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
+        return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
+    return diff + text + "\n", ""
+
+
+def _finish(report: Report, as_json: bool) -> NoReturn:
+    """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
+    A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
+    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
+    out, err = _render(report, as_json)
+    try:
+        if err:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+    except OSError as exc:
+        _silence()
+        if report.code == ExitCode.OK:
+            from patcher.messages import output_lost
+
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"torch-lazylog: error: {output_lost(exc)}.\n")
+        sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
+
+
+def _silence() -> None:
+    """After a write to stdout failed: point it at /dev/null so the exit itself cannot fail too."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
 
 
 def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
     report = _caught(command, as_json, verbose, work, given)
-    _finish(report._replace(next=given.command(report.next, report.torch_version)), as_json)
+    details = {"torch_version": report.torch_version}
+    _finish(report._replace(next=given.command(report.next, details)), as_json)
 
 
 def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
@@ -248,40 +287,53 @@ def fingerprint(
     from patcher import fsio, spec
     from patcher.report import Report
 
-    patch = spec.load()
-    releases = _caught(
-        "fingerprint",
-        as_json,
-        False,
-        lambda: fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch),
-    )
-    text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
-    if markdown:
-        click.echo(fp.releases_table(releases), nl=False)
-    if check:
-        shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
-        if shipped != text:
-            message = "The shipped releases table differs from the one these wheels give"
-            _finish(Report("fingerprint", "unknown", False, message, ExitCode.EAGER), as_json)
-        message = f"The shipped releases table matches {len(wheels)} wheel(s)"
-        _finish(Report("fingerprint", "unknown", False, message), as_json)
-    elif output is not None:
-        write: list[fsio.Step] = [fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")]
-        _caught("fingerprint", as_json, False, lambda: fsio.run(write, "fingerprint"))
-        _finish(
-            Report("fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"),
-            as_json,
+    def work() -> Report:
+        patch = spec.load()
+        releases = fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch)
+        text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        if check:
+            shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+            if shipped != text:
+                message = "The shipped releases table differs from the one these wheels give"
+                return Report("fingerprint", "unknown", False, message, ExitCode.EAGER)
+            return Report(
+                "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
+            )
+        if output is not None:
+            fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
+            return Report(
+                "fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"
+            )
+        shown = fp.releases_table(releases) if markdown else text
+        if not as_json:
+            click.echo(shown, nl=False)
+            sys.exit(0)
+        versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
+        return Report(
+            "fingerprint",
+            "unknown",
+            False,
+            f"Fingerprinted {len(releases.rows)} release(s): {versions}",
+            diff=shown,
         )
-    elif not markdown:
-        click.echo(text, nl=False)
+
+    _finish(_caught("fingerprint", as_json, False, work), as_json)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
 
 
 def main() -> None:
-    """The entry point: usage errors too are one JSON object when --json was asked for."""
+    """The entry point: usage errors too are one JSON object when --json was asked for; SIGINT and
+    SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
+    as_json = "--json" in sys.argv[1:]
     try:
         code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
     except click.ClickException as exc:
-        if "--json" not in sys.argv[1:]:
+        if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
         from patcher.report import Report
@@ -289,7 +341,11 @@ def main() -> None:
         words = [w for w in sys.argv[1:] if not w.startswith("-")]
         command = words[0] if words else "torch-lazylog"
         _finish(Report(command, "unknown", False, exc.format_message(), ExitCode(exc.exit_code)), True)
-    except click.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
+    except (click.Abort, Interrupted) as exc:  # outside a command (a prompt, the group itself)
+        from patcher.report import Report
+
+        interrupted = (
+            ExitCode.TERMINATED if getattr(exc, "signum", 0) == signal.SIGTERM else ExitCode.INTERRUPTED
+        )
+        _finish(Report("torch-lazylog", "unknown", False, "Interrupted", interrupted), as_json)
     sys.exit(code if isinstance(code, int) else 0)

@@ -12,6 +12,9 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad command line (click's own code)
     REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
     ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
+    OUTPUT = 5  # the result could not be printed (stdout closed or full); the work itself is done
+    INTERRUPTED = 130  # SIGINT (Ctrl-C): files are each pristine or patched; verify tells which
+    TERMINATED = 143  # SIGTERM: the same
 
 
 EXIT_CODE_HELP = """\b
@@ -21,7 +24,9 @@ Exit codes:
   1  verify: torch still formats the text eagerly, or the patch is incomplete
   2  usage error
   3  refused: a graph.py this tool does not know, or one changed since apply
-  4  environment error: torch not found, not writable, broken install"""
+  4  environment error: torch not found, not writable, broken install
+  5  the result could not be printed (stdout closed or full)
+  130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""
 
 
 class LazylogError(Exception):
@@ -44,7 +49,7 @@ class LazylogError(Exception):
 Next = Literal["apply", "revert", "reinstall"]
 
 
-def refused(message: str, next: Next | None = "reinstall") -> LazylogError:
+def refused(message: str, next: Next | None = None) -> LazylogError:
     return LazylogError(ExitCode.REFUSED, message, next=next)
 
 
@@ -52,6 +57,19 @@ def environment(message: str) -> LazylogError:
     return LazylogError(ExitCode.ENVIRONMENT, message)
 
 
-def damaged(message: str) -> LazylogError:
+def damaged(found: str) -> LazylogError:
     """A broken torch install (its RECORD): only a reinstall of torch fixes it."""
-    return LazylogError(ExitCode.ENVIRONMENT, message, next="reinstall")
+    return LazylogError(
+        ExitCode.ENVIRONMENT,
+        f"Expected torch's RECORD to list each installed file once, as CSV, but {found}. "
+        "The install is damaged: only a reinstall of torch repairs it. Nothing was written",
+        next="reinstall",
+    )
+
+
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived: raised by the command line's handler, caught once at the edge."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum

@@ -7,7 +7,7 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from patcher.errors import refused
+from patcher.errors import ExitCode, LazylogError, refused
 from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release, Releases
 from patcher.transform import Refused, Rewritten, Unchanged, rewrite, site_of
@@ -19,8 +19,17 @@ def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
     match = _WHEEL_VERSION.match(wheel.name)
     if match is None:
         raise refused(f"Expected a torch wheel named torch-<version>-...whl, found {wheel.name}.")
-    with zipfile.ZipFile(wheel) as archive:
-        return match["version"], archive.read(spec.record_path)
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            return match["version"], archive.read(spec.record_path)
+    except zipfile.BadZipFile as exc:
+        raise LazylogError(
+            ExitCode.USAGE, f"Expected {wheel} to be a wheel (a zip archive), but it is not ({exc})"
+        ) from exc
+    except KeyError as exc:
+        raise LazylogError(
+            ExitCode.USAGE, f"Expected {wheel} to contain {spec.record_path}, but it does not"
+        ) from exc
 
 
 def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, dict[str, str]]:

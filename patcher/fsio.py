@@ -11,36 +11,18 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.errors import environment
+from patcher.errors import LazylogError, environment
 
 TEMP_SUFFIX = ".torch-lazylog.tmp"
-FAILPOINT_ENV = "TORCH_LAZYLOG_FAILPOINT"
-TRACE_ENV = "TORCH_LAZYLOG_TRACE"
-
-
-def failpoint(name: str) -> None:
-    """Test hook: TORCH_LAZYLOG_FAILPOINT=name[@kill|@enospc] fails here; TRACE lists names reached."""
-    trace = os.environ.get(TRACE_ENV)
-    if trace:
-        with open(trace, "a", encoding="utf-8") as handle:
-            handle.write(name + "\n")
-    wanted = os.environ.get(FAILPOINT_ENV)
-    if not wanted:
-        return
-    point, _, action = wanted.partition("@")
-    if point != name:
-        return
-    if action == "kill":
-        os.kill(os.getpid(), signal.SIGKILL)
-    if action == "enospc":
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-    raise OSError(errno.EIO, f"injected failure at {name}")
+ABSENT = "absent"  # a Write's or Remove's `was`: the destination did not exist when it was read
+ANY = ""  # ... or: not checked (bytecode, which Python itself may rewrite at any time)
 
 
 @contextlib.contextmanager
@@ -74,11 +56,13 @@ class Write(NamedTuple):
     gid: int
     mtime_ns: int | None = None
     label: str = ""
+    was: str = ANY  # the destination's sha256 when it was read, or ABSENT
 
 
 class Remove(NamedTuple):
     path: Path
     label: str = ""
+    was: str = ANY
 
 
 Step = Write | Remove
@@ -101,14 +85,12 @@ def _stage(step: Write) -> Path:
         view = memoryview(step.data)
         while view:
             view = view[os.write(fd, view) :]
-        failpoint(f"written:{step.label}")
         if (step.uid, step.gid) != (os.geteuid(), os.getegid()):
             os.fchown(fd, step.uid, step.gid)
         os.fchmod(fd, step.mode)
         if step.mtime_ns is not None:
             os.utime(fd, ns=(step.mtime_ns, step.mtime_ns))
         os.fsync(fd)
-        failpoint(f"fsynced:{step.label}")
     finally:
         os.close(fd)
     return temp
@@ -134,8 +116,36 @@ def _describe(exc: OSError, path: Path) -> str:
     return f"{exc.strerror or exc} ({path})"
 
 
+def _now(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except FileNotFoundError:
+        return ABSENT
+
+
+def unchanged(step: Step) -> None:
+    """Stop before overwriting a file that changed since it was read (a concurrent pip install)."""
+    if step.was != ANY and _now(step.path) != step.was:
+        raise environment(
+            f"Expected {step.path} to be as it was when torch-lazylog read it, but it changed meanwhile "
+            "(another install or tool is writing torch). Run the same command again once it has finished"
+        )
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait while files are moved into place: the set of moves is all or none."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def run(steps: list[Step], what: str) -> None:
-    """Stage every write, then commit all in order. Nothing visible changes if staging fails."""
+    """Stage every write, check every destination, then commit all in order, signals held."""
     staged: list[tuple[Step, Path | None]] = []
     try:
         for step in steps:
@@ -144,12 +154,23 @@ def run(steps: list[Step], what: str) -> None:
         discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
         failed = step.path
         raise environment(
-            f"Could not write {failed.name}: {_staging_cause(exc, failed)}. Nothing was changed."
+            f"Could not write {failed.name}: {_staging_cause(exc, failed)}. Nothing was changed"
         ) from exc
+    try:
+        for step in steps:
+            unchanged(step)
+    except BaseException:
+        discard([t for _, t in staged if t])
+        raise
+    with _signals_held():
+        _commit(staged, what)
+
+
+def _commit(staged: list[tuple[Step, Path | None]], what: str) -> None:
     done = 0
     try:
         for step, temp in staged:
-            failpoint(f"commit:{step.label}")
+            unchanged(step)
             if temp is not None:
                 os.replace(temp, step.path)
             else:
@@ -157,12 +178,13 @@ def run(steps: list[Step], what: str) -> None:
                     os.unlink(step.path)
             _fsync_dir(step.path.parent)
             done += 1
-            failpoint(f"committed:{step.label}")
-    except OSError as exc:
+    except (OSError, LazylogError) as exc:
         discard([t for _, t in staged[done:] if t])
+        if isinstance(exc, LazylogError):
+            raise
         raise environment(
             f"{what} stopped half-way: {_describe(exc, step.path)}. The next torch-lazylog command "
-            "recognises this state: run the same command again to finish it."
+            "recognises this state: run the same command again to finish it"
         ) from exc
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 from patcher import fsio, pyc
-from patcher.errors import damaged, environment
+from patcher.errors import environment
 from patcher.hashes import sha256
 from patcher.locate import Target
-from patcher.record import UndoRecord, undo_parse_error
 from patcher.spec import PatchSpec
+from patcher.undo import UndoRecord
 
 
 class FileStat(NamedTuple):
@@ -31,6 +31,7 @@ class Snapshot(NamedTuple):
     record: bytes | None
     record_stat: FileStat | None
     undo: UndoRecord | None
+    undo_raw: bytes | None
     pycs: tuple[pyc.Pyc, ...]
     own_tag: str | None
     source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
@@ -39,11 +40,6 @@ class Snapshot(NamedTuple):
     @property
     def sha256(self) -> str:
         return sha256(self.graph)
-
-    @property
-    def recorded_patched(self) -> bool:
-        """graph.py is exactly what this tool's undo record says it patched it to."""
-        return self.undo is not None and self.sha256 == self.undo.graph.after.sha256
 
     def own_pycs(self) -> list[pyc.Pyc]:
         return [p for p in self.pycs if p.tag == self.own_tag]
@@ -67,30 +63,41 @@ def _graph(target: Target) -> tuple[bytes, os.stat_result]:
 
 
 def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
+    """RECORD's bytes, or None where there is none: the spec makes it optional (PEP 627), and
+    distribution packages strip it."""
     if target.record_file is None:
         return None, None
     try:
         data, st = _contents(target.record_file)
+    except FileNotFoundError:
+        return None, None
     except OSError as exc:
-        raise damaged(
-            f"Expected {target.record_file} (the list of torch's installed files), but could not read it "
-            f"({exc.strerror}). The install is damaged: only a reinstall of torch repairs it."
-        ) from exc
+        raise environment(f"Could not read {target.record_file}: {exc.strerror}") from exc
     return data, FileStat.of(st)
 
 
-def _undo(target: Target, spec: PatchSpec) -> UndoRecord | None:
+def _undo(target: Target, spec: PatchSpec, has_record: bool) -> tuple[UndoRecord | None, bytes | None]:
     try:
         raw = target.undo_path.read_bytes()
     except FileNotFoundError:
-        return None
+        return None, None
     except OSError as exc:
-        raise environment(f"Could not read the undo record {target.undo_path}: {exc.strerror}.") from exc
-    record_path = f"{target.dist_info.name}/RECORD" if target.dist_info else None
+        raise environment(f"Could not read the undo record {target.undo_path}: {exc.strerror}") from exc
+    record_path = f"{target.dist_info.name}/RECORD" if target.dist_info and has_record else None
     try:
-        return UndoRecord.parse(raw, spec.id, spec.record_path, record_path)
-    except ValueError as exc:
-        raise undo_parse_error(str(target.undo_path), str(exc)) from exc
+        return UndoRecord.parse(raw, spec.id, spec.record_path, record_path), raw
+    except ValueError:  # a record that does not parse proves nothing either: decided from the bytes
+        return None, raw
+
+
+def metadata_version(target: Target) -> str | None:
+    """The distribution's own version (METADATA), which an index resolves; not version.py's label."""
+    if target.dist_info is None:
+        return None
+    from importlib.metadata import PathDistribution  # only for advice
+
+    version: str | None = PathDistribution(target.dist_info).version
+    return version
 
 
 def read(target: Target, spec: PatchSpec) -> Snapshot:
@@ -101,13 +108,15 @@ def read(target: Target, spec: PatchSpec) -> Snapshot:
     own_tag = target.interpreter.cache_tag
     needs_hash = any(p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash") for p in pycs)
     digest = pyc.source_hash(target.interpreter, graph) if needs_hash else None
+    undo, undo_raw = _undo(target, spec, record is not None)
     dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
     return Snapshot(
         graph=graph,
         graph_stat=FileStat.of(st),
         record=record,
         record_stat=record_stat,
-        undo=_undo(target, spec),
+        undo=undo,
+        undo_raw=undo_raw,
         pycs=tuple(pycs),
         own_tag=own_tag,
         source_hash=digest,

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from patcher.errors import refused
+from patcher.errors import environment
 from patcher.report import JsonValue
 
 PATCH_NAME = "lazy_implicit_fallback.json"
@@ -145,7 +145,7 @@ def load(name: str = PATCH_NAME) -> PatchSpec:
             releases=releases,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pragma: no cover - a broken install
-        raise refused(
-            f"The patch definition {name} shipped with torch-lazylog is unreadable ({exc}); "
-            "reinstall torch-lazylog."
+        raise environment(
+            f"Expected the patch definition {name} shipped with torch-lazylog to be readable, but {exc}. "
+            "The tool's own install is damaged: reinstall torch-lazylog (not torch)"
         ) from exc

@@ -68,8 +68,7 @@ def sha256(data: bytes) -> str:
 
 @pytest.fixture(autouse=True)
 def _no_ambient_failpoints(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("TORCH_LAZYLOG_FAILPOINT", raising=False)
-    monkeypatch.delenv("TORCH_LAZYLOG_TRACE", raising=False)
+    monkeypatch.delenv("TORCH_LAZYLOG_TEST_FAULTS", raising=False)
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     yield
 

@@ -75,7 +75,7 @@ def test_real_torch_end_to_end(version: str) -> None:
     )
 
     code, report = _tool(venv, "verify", "--runtime")
-    assert code == 1 and report["state"] == "eager", report
+    assert code == 1 and report["state"] == "pristine", report
     checks = {c["name"]: c["passed"] for c in report["checks"]}
     assert checks["not_formatted_when_filtered"] is False
     assert checks["info_text_identical"] and checks["error_carries_operator_text"]
@@ -111,17 +111,17 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert code == 0 and report["changed"] is True, report
     assert graph.read_bytes() == original
     code, report = _tool(venv, "verify", "--runtime")
-    assert code == 1 and report["state"] == "eager", report
+    assert code == 1 and report["state"] == "pristine", report
 
 
 def test_real_torch_2_13_is_natively_lazy() -> None:
     venv = _venv("2.13.0")
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
-    assert (report["state"], report["release"]) == ("native", "2.13.0")
+    assert (report["state"], report["release"]) == ("ships-lazy", "2.13.0")
     assert all(c["passed"] for c in report["checks"])
     code, report = _tool(venv, "apply")
-    assert code == 0 and report["changed"] is False and report["state"] == "native"
+    assert code == 0 and report["changed"] is False and report["state"] == "ships-lazy"
 
 
 def test_runtime_check_reports_an_interpreter_without_torch(tmp_path: Path) -> None:

@@ -35,7 +35,7 @@ def test_eager_release_round_trip(
 
     before = run("verify", "--torch-dir", str(torch_dir), "--json")
     assert before.exit_code == 1, before.output
-    assert _json(before)["state"] == "eager"
+    assert _json(before)["state"] == "pristine"
     assert _json(before)["release"] == version
 
     dry = run("apply", "--dry-run", "--torch-dir", str(torch_dir))
@@ -100,7 +100,7 @@ def test_native_release_needs_nothing(
         result = run(command, "--torch-dir", str(torch_dir), "--json")
         assert result.exit_code == 0, result.output
         report = _json(result)
-        assert (report["state"], report["changed"], report["release"]) == ("native", False, version)
+        assert (report["state"], report["changed"], report["release"]) == ("ships-lazy", False, version)
     assert snapshot(torch_dir.parent) == pristine
 
 

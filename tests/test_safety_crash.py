@@ -1,8 +1,10 @@
 """Crash at every write step of apply and revert, by exception and by SIGKILL.
 
-The steps are not listed by hand: a traced run records every failpoint the command passes, and each
-one is then made to fail. After each failure graph.py is pristine or patched (never torn), verify
-tells which, and running the command again finishes the job with no temp file left behind.
+The steps are injected from outside the tool (tests.faults stands in for `os` inside patcher.fsio).
+A traced run records every write step the command passes, and the list must equal the one derived
+here from the files each command writes; each step is then made to fail. After each failure
+graph.py is pristine or patched (never torn), verify tells which, and running the command again
+finishes the job with no temp file left behind.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +20,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from tests import realdata
+from patcher import fsio
+from tests import faults, realdata
 from tests.conftest import need, snapshot
 from tests.helpers import cache_tag, check_pyc, foreign_pyc_name, make_pyc, tool
 
@@ -38,20 +42,24 @@ def _tree(base: Path, name: str) -> Path:
     return torch_dir
 
 
-def _labels(tag: str) -> list[str]:
-    return ["undo", "graph", f"pyc-graph.{tag}.opt-2.pyc", f"pyc-graph.{tag}.pyc", "RECORD"]
+def _names(tag: str) -> list[str]:
+    return ["torch_lazylog.json", "graph.py", f"graph.{tag}.opt-2.pyc", f"graph.{tag}.pyc", "RECORD"]
 
 
 def _expected_points(command: str) -> list[str]:
-    """Every write step, in order: staged (written, fsynced) for all files, then each committed."""
-    tag = cache_tag()
+    """Every write step, in order: each new file staged (written, fsynced), then each moved into
+    place or removed. apply writes the undo record first; revert removes it last."""
+    names = _names(cache_tag())
+    staged = names if command == "apply" else names[1:]
+    points = [f"{stage}:{name}" for name in staged for stage in ("write", "fsync")]
+    for name in staged[:-1]:  # RECORD is moved last of the writes
+        points += [f"replace:{name}", f"replaced:{name}"]
     if command == "apply":
-        staged, committed = _labels(tag), [*_labels(tag)[:4], f"pyc-{foreign_pyc_name()}", "RECORD"]
-    else:
-        staged, committed = _labels(tag)[1:], [*_labels(tag)[1:], "undo"]
-    return [f"{stage}:{label}" for label in staged for stage in ("written", "fsynced")] + [
-        f"{stage}:{label}" for label in committed for stage in ("commit", "committed")
-    ]
+        points += [f"unlink:{foreign_pyc_name()}", f"unlinked:{foreign_pyc_name()}"]
+    points += ["replace:RECORD", "replaced:RECORD"]
+    if command == "revert":
+        points += ["unlink:torch_lazylog.json", "unlinked:torch_lazylog.json"]
+    return points
 
 
 POINTS = [(command, point) for command in ("apply", "revert") for point in _expected_points(command)]
@@ -62,7 +70,7 @@ def _points(command: str, tmp_path: Path) -> list[str]:
     if command == "revert":
         assert tool("apply", "--torch-dir", str(torch_dir)).returncode == 0
     trace = tmp_path / f"trace-{command}.txt"
-    done = tool(command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_TRACE": str(trace)})
+    done = tool(command, "--torch-dir", str(torch_dir), env=faults.env(None, trace=trace))
     assert done.returncode == 0, done.stderr
     return trace.read_text().split()
 
@@ -105,14 +113,14 @@ def test_crash_at_step_recovers(
         assert graph.read_bytes() == patched
 
     if action == "exception":
-        monkeypatch.setenv("TORCH_LAZYLOG_FAILPOINT", point)
-        failed = run(command, "--torch-dir", str(torch_dir))
-        monkeypatch.delenv("TORCH_LAZYLOG_FAILPOINT")
+        with monkeypatch.context() as patch:
+            patch.setattr(fsio, "os", faults.Faults(os, point, "raise", None))
+            failed = run(command, "--torch-dir", str(torch_dir))
         assert failed.exit_code == 4, failed.output
         assert f"injected failure at {point}" in failed.stderr
         assert not list(site.rglob(TEMP)), "temp file left after a caught failure"
     else:
-        died = tool(command, "--torch-dir", str(torch_dir), env={"TORCH_LAZYLOG_FAILPOINT": f"{point}@kill"})
+        died = tool(command, "--torch-dir", str(torch_dir), env=faults.env(point, "kill"))
         assert died.returncode == -signal.SIGKILL, died.stderr
 
     now = graph.read_bytes()
@@ -120,12 +128,16 @@ def test_crash_at_step_recovers(
     verify = run("verify", "--torch-dir", str(torch_dir), "--json")
     report = json.loads(verify.stdout)
     if now == original:
-        assert (report["state"], verify.exit_code) == ("eager", 1), report
+        assert verify.exit_code == 1, report
+        assert report["state"] in ("pristine", "record-only", "revert-interrupted"), report
     else:
-        assert report["state"] == "patched", report
-        # complete only when RECORD lists the patched bytes (RECORD is committed last)
+        # lazy either way; complete only when RECORD lists the patched bytes (RECORD is committed last)
         complete = _record_row_matches(site, now)
-        assert (verify.exit_code, bool(report["problems"])) == ((0, False) if complete else (1, True)), report
+        unchecked = graph.parent / "__pycache__" / f"graph.{cache_tag()}.opt-2.pyc"
+        runs_lazy = bool(check_pyc(unchecked, graph, 2)["fresh"])  # Python -OO runs the old code if not
+        assert verify.exit_code == (0 if runs_lazy else 1), report
+        assert report["state"] == ("patched" if complete else "apply-interrupted"), report
+        assert (report["next"] is None) == (complete and runs_lazy), report
 
     again = run(command, "--torch-dir", str(torch_dir))
     assert again.exit_code == 0, again.output

@@ -58,10 +58,10 @@ def test_apply_racing_revert_ends_consistent(
     for proc in procs:
         out, err = proc.communicate(timeout=300)
         assert proc.returncode == 0, err
-        assert json.loads(out)["state"] in ("patched", "eager")
+        assert json.loads(out)["state"] in ("patched", "pristine")
     final = run("verify", "--torch-dir", str(torch_dir), "--json")
     report = json.loads(final.stdout)
-    if report["state"] == "eager":
+    if report["state"] == "pristine":
         assert final.exit_code == 1 and report["problems"] == []
         assert snapshot(torch_dir.parent) == pristine
     else:

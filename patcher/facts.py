@@ -1,0 +1,127 @@
+"""From a snapshot's bytes to the facts the state is decided from; pure, no file is read here.
+
+graph.py is judged against the release table (patcher.classify); the undo record is a claim,
+believed only when its before/after are a known release's pristine/patched pair or differ by the
+one edit, when the bytes on disk are one of the two, and when the mode and mtime it would restore
+are ones graph.py could have had. RECORD's row is compared with the bytes in every state.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from patcher import record, state
+from patcher.classify import Known
+from patcher.edits import Edit
+from patcher.errors import damaged
+from patcher.hashes import sha256
+from patcher.snapshot import Snapshot
+from patcher.spec import PatchSpec
+from patcher.state import Base, Facts, Fit, State
+from patcher.undo import FileChange
+
+
+class Reading(NamedTuple):
+    """What a command decides from: the named state, its facts, and the bytes they determine."""
+
+    state: State
+    facts: Facts
+    known: Known
+    original: bytes | None  # graph.py's original when it is lazy and the original is determined
+    patched: bytes | None  # what apply made of it, when graph.py is the original of a sound record
+
+
+def swapped(source: bytes, old: str, new: str) -> bytes | None:
+    """`source` with the one occurrence of `old` replaced by `new`; None unless it occurs once and
+    `new` not at all (the transform refuses any other file, so for a known one this is its edit)."""
+    old_b, new_b = old.encode(), new.encode()
+    if source.count(old_b) != 1 or new_b in source:
+        return None
+    return source.replace(old_b, new_b)
+
+
+def plausible(change: FileChange, now_ns: int | None) -> bool:
+    """A mode and mtime the original file could have had: a regular file its owner could write
+    (apply refuses a read-only one), no set-id or sticky bits, an mtime not after `now_ns`."""
+    if change.mode & ~0o777 or not change.mode & 0o200:
+        return False
+    return change.mtime_ns >= 0 and (now_ns is None or change.mtime_ns <= now_ns)
+
+
+def one_edit(edit: Edit, spec: PatchSpec) -> bool:
+    """The record's edit is exactly the patch's: one eager argument made lazy, nothing else."""
+    eager, lazy = spec.eager.encode(), spec.lazy.encode()
+    return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
+
+
+def _sound(change: FileChange, spec: PatchSpec) -> bool:
+    pairs = {(r.sha256, r.patched_sha256) for r in spec.releases.rows if r.state == "eager"}
+    return (change.before.sha256, change.after.sha256) in pairs or one_edit(change.edit, spec)
+
+
+def _fit(snap: Snapshot, spec: PatchSpec, known: Known) -> tuple[Fit, bytes | None, bytes | None]:
+    """How the undo record stands, with the original or the patched bytes it determines."""
+    if snap.undo is None:
+        return ("none" if snap.undo_raw is None else "untrusted"), None, None
+    change = snap.undo.graph
+    if not _sound(change, spec) or not plausible(change, None):
+        return "untrusted", None, None
+    if snap.sha256 == change.after.sha256:
+        back = change.edit.inverted()
+        original = back.apply(snap.graph) if back.applies_to(snap.graph) else b""
+        good = known.state in ("patched", "native") and sha256(original) == change.before.sha256
+        good = good and plausible(change, snap.graph_stat.mtime_ns)
+        return ("after", original, None) if good else ("untrusted", None, None)
+    if snap.sha256 == change.before.sha256:
+        patched = change.edit.apply(snap.graph) if change.edit.applies_to(snap.graph) else b""
+        good = known.state == "eager" and sha256(patched) == change.after.sha256
+        return ("before", None, patched) if good else ("untrusted", None, None)
+    return ("other" if known.match == "exact" else "changed"), None, None
+
+
+def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
+    """A lazy graph.py's original by the one edit backwards, when the file is known."""
+    if known.state not in ("patched", "native"):
+        return None
+    original = swapped(snap.graph, spec.lazy, spec.eager)
+    if known.match == "exact" and known.state == "patched" and known.release is not None:
+        return original if original is not None and sha256(original) == known.release.sha256 else None
+    return original
+
+
+def _base(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Base:
+    if known.state == "eager":
+        return "eager"
+    if known.state == "unknown":
+        return "unknown"
+    if known.state == "patched" and known.match == "exact":
+        return "ours"  # no release ships these bytes: only patching one gives them
+    if known.match == "exact":
+        return "lazy"  # the bytes of a release that ships the fix
+    named = original is not None and record.names(snap.record, spec.record_path, original)
+    return "ours" if listed or named else "lazy"
+
+
+def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None) -> Reading:
+    fit, recorded_original, patched = _fit(snap, spec, known)
+    original = recorded_original or _original(snap, spec, known)
+    listed = undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row))
+    base = _base(snap, spec, known, original, listed)
+    if base == "lazy" and fit != "after":
+        original = None  # a file that ships lazy has no original of this tool's making
+    stale = snap.stale_pycs()
+    row = record.fit(snap.record, spec.record_path, snap.graph)
+    if row in ("missing", "duplicate"):
+        raise damaged(
+            f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.record_path}"
+        )
+    facts = Facts(
+        base=base,
+        fit=fit,
+        row=row,
+        row_names_original=original is not None and record.names(snap.record, spec.record_path, original),
+        row_names_patched=patched is not None and record.names(snap.record, spec.record_path, patched),
+        stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
+        stale_pycs=len(stale),
+    )
+    return Reading(state.decide(facts), facts, known, original, patched)

@@ -1,0 +1,180 @@
+"""Every sentence the tool says about an install: one place, built from the state and the facts.
+
+A message is what was found (the state's description) and what was or would be done; advice is
+the `next` step, rendered by the command line with the options the user gave. Dry runs speak in
+the future tense.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from patcher.classify import Known
+from patcher.state import LAZY, Problem, State
+
+# What graph.py, the undo record and RECORD are, per state: the README's table says the same.
+DESCRIPTION: dict[State, str] = {
+    "pristine": "graph.py is as released{release}, eager",
+    "patched": "graph.py is patched{release} and matches its undo record",
+    "apply-interrupted": "graph.py is patched{release} but RECORD still lists its original hash (an interrupted apply)",
+    "ships-lazy": "graph.py ships the lazy call{release}: natively lazy",
+    "record-only": "graph.py is original{release} beside the undo record of its patch (an apply stopped before "
+    "graph.py, or a revert before removing the record)",
+    "revert-interrupted": "graph.py is original{release} but RECORD still lists the patched hash (an interrupted revert)",
+    "unrecorded": "graph.py was patched by torch-lazylog{release} but its undo record is gone; its original "
+    "bytes are still known",
+    "reinstalled": "graph.py is as released{release}, eager, beside a stale undo record of an earlier torch "
+    "(torch was reinstalled over a patched one)",
+    "upgraded": "graph.py ships the lazy call{release}, beside a stale undo record of an earlier torch",
+    "untrusted-eager": "graph.py is as released{release}, eager, beside an undo record that does not describe it",
+    "untrusted-patched": "graph.py is patched{release}, beside an undo record that does not describe it",
+    "untrusted-lazy": "graph.py ships the lazy call{release}, beside an undo record that does not describe it",
+    "edited": "graph.py changed since apply: it is neither the file its undo record describes nor one "
+    "torch-lazylog knows",
+    "unknown": "graph.py is not one torch-lazylog knows",
+}
+
+PROBLEM: dict[Problem, str] = {
+    "record-row": "RECORD's row for graph.py names other bytes than the file's",
+    "stale-unchecked-pyc": "{pyc} is a stale unchecked-hash pyc: Python runs it instead of the source",
+}
+
+# Past and future forms, for a run and a dry run.
+_VERBS = {
+    "patched": ("Patched", "Would patch"),
+    "wrote": ("wrote", "would write"),
+    "removed": ("removed", "would remove"),
+    "rebuilt": ("rebuilt", "would rebuild"),
+    "updated": ("updated", "would update"),
+    "restored": ("Reverted", "Would revert"),
+}
+
+
+class Done(NamedTuple):
+    """What a plan writes, counted, for the sentence."""
+
+    graph: bool = False
+    line: int | None = None
+    undo_written: bool = False
+    undo_removed: bool = False
+    record: bool = False
+    pycs: int = 0
+    pycs_removed: int = 0
+
+
+def described(known: Known) -> str:
+    if known.release is None:
+        return ""
+    how = "identical to" if known.match == "exact" else "same patch site as"
+    return f" ({how} torch {known.release.version})"
+
+
+def _where(version: str | None, torch_dir: Path) -> str:
+    return f"torch {version or '(unknown version)'} at {torch_dir}"
+
+
+def state_text(state: State, known: Known) -> str:
+    return DESCRIPTION[state].format(release=described(known))
+
+
+def problem_text(problem: Problem, pyc: str = "") -> str:
+    return PROBLEM[problem].format(pyc=pyc)
+
+
+def verify(
+    state: State, known: Known, version: str | None, torch_dir: Path, problems: list[str], eager: bool
+) -> str:
+    how = "eagerly" if eager or state not in LAZY else "lazily"
+    found = f"; but {'; '.join(problems)}" if problems else ""
+    return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {state_text(state, known)}{found}"
+
+
+def _verb(word: str, dry_run: bool) -> str:
+    return _VERBS[word][dry_run]
+
+
+def _extras(done: Done, dry_run: bool) -> list[str]:
+    extras = []
+    if done.undo_written and not done.graph:
+        extras.append(f"{_verb('wrote', dry_run)} its undo record")
+    if done.undo_removed and not done.graph:
+        extras.append(f"{_verb('removed', dry_run)} the undo record")
+    if done.record:
+        extras.append(f"{_verb('updated', dry_run)} RECORD")
+    if done.pycs:
+        extras.append(f"{_verb('rebuilt', dry_run)} {done.pycs} pyc file(s)")
+    if done.pycs_removed:
+        extras.append(f"{_verb('removed', dry_run)} {done.pycs_removed} pyc file(s) of other interpreters")
+    return extras
+
+
+def changed(command: str, state: State, known: Known, version: str | None, done: Done, dry_run: bool) -> str:
+    """apply's or revert's sentence: what the install was, and what was (or would be) done."""
+    what = f"torch {version or '(unknown version)'}"
+    if done.graph and command == "apply":
+        lead = (
+            f"{_verb('patched', dry_run)} graph.py line {done.line} of {what}{described(known)}: the "
+            "implicit-fallback log text is built only when the line is emitted"
+        )
+    elif done.graph:
+        lead = f"{_verb('restored', dry_run)} graph.py of {what} to its original bytes{described(known)}"
+    elif command == "revert" and state not in LAZY:
+        lead = f"Nothing to revert: {state_text(state, known)}"
+    elif command == "revert":
+        lead = f"Nothing to revert: {state_text(state, known)}; torch-lazylog never patched it"
+    else:
+        lead = f"{what} formats the implicit-fallback log lazily already: {state_text(state, known)}"
+    extras = _extras(done, dry_run)
+    if done.graph and state not in ("pristine", "patched", "apply-interrupted", "unrecorded"):
+        extras.insert(0, f"it was: {state_text(state, known)}")
+    if dry_run:
+        extras.append("nothing was written")
+    elif not any(done):
+        extras.append("nothing to do" if command == "apply" else "nothing written")
+    return lead + ("; " + "; ".join(extras) if extras else "")
+
+
+def supported(releases: list[str], native: list[str]) -> str:
+    return f"torch-lazylog patches {', '.join(releases)} and knows {', '.join(native)} as natively lazy"
+
+
+def unknown(version: str | None, torch_dir: Path, reason: str, support: str) -> str:
+    return (
+        f"Expected graph.py of a known torch release, found {_where(version, torch_dir)} whose graph.py "
+        f"is not one torch-lazylog knows: {reason.rstrip('.')}. {support}. Nothing was written. If this is "
+        "a vendor build, compare its branch with the nearest release (the diff) and add its fingerprint "
+        "to patches/ with `torch-lazylog fingerprint`"
+    )
+
+
+def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
+    return (
+        f"Expected graph.py to be as torch-lazylog left it (sha256 {after[:16]}...) or the original "
+        f"({before[:16]}...) its undo record {undo_path} names, found {sha[:16]}..., a file torch-lazylog "
+        "does not know: it changed since apply, so neither its original nor its patched bytes can be "
+        "restored. Nothing was written"
+    )
+
+
+def reinstall(python: str | None, version: str | None, vendor: bool) -> str:
+    """The one reinstall advice: a command that resolves on the index, or what to do instead."""
+    if vendor or version is None:
+        return (
+            "reinstall torch from the index or image it came from (this build is not on the public "
+            "package index)"
+        )
+    if python is None:
+        return "reinstall torch in the environment that has it; add --python to get the command"
+    return f"{python} -m pip install --force-reinstall --no-deps torch=={version}"
+
+
+def interrupted(signal_name: str) -> str:
+    return (
+        f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
+        "Run `torch-lazylog verify` to see which, and the same command again to finish"
+    )
+
+
+def output_lost(exc: OSError) -> str:
+    return f"Could not print the result ({exc.strerror or exc}); the command itself finished"

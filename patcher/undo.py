@@ -1,0 +1,126 @@
+"""The undo record: versioned JSON with stable key order, parsed and checked for shape only.
+
+It is a claim, never proof: patcher.facts decides whether it describes the bytes on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import NamedTuple
+
+from patcher.edits import Edit
+from patcher.report import JsonValue
+
+UNDO_VERSION = 1
+TOOL = "torch-lazylog"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+class FileState(NamedTuple):
+    sha256: str
+    size: int
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"sha256": self.sha256, "size": self.size}
+
+    @classmethod
+    def from_json(cls, data: object) -> FileState:
+        if not isinstance(data, dict):
+            raise ValueError("file state is not an object")
+        sha, size = data.get("sha256"), data.get("size")
+        if not isinstance(sha, str) or not _SHA256.match(sha):
+            raise ValueError("sha256 is not 64 lowercase hex digits")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise ValueError("size is not a non-negative integer")
+        return cls(sha, size)
+
+
+class FileChange(NamedTuple):
+    path: str  # as a RECORD row names it; checked against the located file, never used to find one
+    before: FileState
+    after: FileState
+    edit: Edit
+    mode: int  # the original's permission bits and mtime, restored by revert
+    mtime_ns: int
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "after": self.after.to_json(),
+            "before": self.before.to_json(),
+            "edit": self.edit.to_json(),
+            "mode": self.mode,
+            "mtime_ns": self.mtime_ns,
+            "path": self.path,
+        }
+
+    @classmethod
+    def from_json(cls, data: object, expected_path: str) -> FileChange:
+        if not isinstance(data, dict):
+            raise ValueError("file change is not an object")
+        if data.get("path") != expected_path:
+            raise ValueError(f"it names {data.get('path')!r} where {expected_path!r} was expected")
+        mode, mtime = data.get("mode"), data.get("mtime_ns")
+        if not isinstance(mode, int) or isinstance(mode, bool) or not 0 <= mode <= 0o7777:
+            raise ValueError(f"the mode of {expected_path} is not valid")
+        if not isinstance(mtime, int) or isinstance(mtime, bool):
+            raise ValueError(f"the mtime of {expected_path} is not valid")
+        change = cls(
+            path=expected_path,
+            before=FileState.from_json(data.get("before")),
+            after=FileState.from_json(data.get("after")),
+            edit=Edit.from_json(data.get("edit")),
+            mode=mode,
+            mtime_ns=mtime,
+        )
+        if change.after.size - change.before.size != len(change.edit.new) - len(change.edit.old):
+            raise ValueError(f"the edit of {expected_path} does not account for its sizes")
+        return change
+
+
+class UndoRecord(NamedTuple):
+    patch: str
+    release: str
+    match: str
+    graph: FileChange
+    record: FileChange | None
+
+    def to_bytes(self) -> bytes:
+        data = {
+            "graph": self.graph.to_json(),
+            "match": self.match,
+            "patch": self.patch,
+            "record": self.record.to_json() if self.record else None,
+            "release": self.release,
+            "tool": TOOL,
+            "version": UNDO_VERSION,
+        }
+        return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+
+    @classmethod
+    def parse(cls, raw: bytes, patch: str, graph_path: str, record_path: str | None) -> UndoRecord:
+        """Validate everything; a ValueError says what is wrong."""
+        try:
+            data = json.loads(raw)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ValueError(f"it is not JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise ValueError("it is not a JSON object")
+        if data.get("tool") != TOOL or data.get("version") != UNDO_VERSION:
+            raise ValueError(
+                f"it is {data.get('tool')!r} version {data.get('version')!r}, "
+                f"expected {TOOL!r} version {UNDO_VERSION}"
+            )
+        if data.get("patch") != patch:
+            raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch!r}")
+        raw_record = data.get("record")
+        release, match = data.get("release"), data.get("match")
+        if not isinstance(release, str) or match not in ("exact", "site"):
+            raise ValueError("its release or match is not valid")
+        return cls(
+            patch=patch,
+            release=release,
+            match=match,
+            graph=FileChange.from_json(data.get("graph"), graph_path),
+            record=FileChange.from_json(raw_record, record_path) if record_path and raw_record else None,
+        )
