@@ -150,8 +150,10 @@ def run(steps: list[Step], what: str) -> None:
     try:
         for step in steps:
             staged.append((step, _stage(step) if isinstance(step, Write) else None))
-    except OSError as exc:
+    except BaseException as exc:  # an OSError, or a signal's exception: no temp file stays behind
         discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
+        if not isinstance(exc, OSError):
+            raise
         failed = step.path
         raise environment(
             f"Could not write {failed.name}: {_staging_cause(exc, failed)}. Nothing was changed"
