@@ -115,6 +115,7 @@ def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
         record=target.record_file in writes,
         pycs=len(writes & pycs),
         pycs_removed=len(removes & pycs),
+        no_record=snap.record is None,
     )
 
 

@@ -7,10 +7,13 @@ the future tense.
 
 from __future__ import annotations
 
+import typing
 from pathlib import Path
 from typing import NamedTuple
 
+from patcher import state
 from patcher.classify import Known
+from patcher.errors import ExitCode
 from patcher.state import LAZY, Problem, State
 
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
@@ -61,6 +64,7 @@ class Done(NamedTuple):
     record: bool = False
     pycs: int = 0
     pycs_removed: int = 0
+    no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)
 
 
 def described(known: Known) -> str:
@@ -128,9 +132,11 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     extras = _extras(done, dry_run)
     if done.graph and state not in ("pristine", "patched", "apply-interrupted", "unrecorded"):
         extras.insert(0, f"it was: {state_text(state, known)}")
+    if done.no_record and (done.graph or done.undo_written):
+        extras.append("there was no RECORD to keep")
     if dry_run:
         extras.append("nothing was written")
-    elif not any(done):
+    elif not any(done._replace(no_record=False, line=None)):
         extras.append("nothing to do" if command == "apply" else "nothing written")
     return lead + ("; " + "; ".join(extras) if extras else "")
 
@@ -178,3 +184,33 @@ def interrupted(signal_name: str) -> str:
 
 def output_lost(exc: OSError) -> str:
     return f"Could not print the result ({exc.strerror or exc}); the command itself finished"
+
+
+_ACTION = {
+    "patch": "patch",
+    "record": "write the lost undo record",
+    "restore": "restore the original",
+    "drop": "remove the undo record",
+    "settle": "",
+    "refuse": "refuse",
+}
+
+
+def _does(rule: state.Rule) -> str:
+    words = [_ACTION[a] for a in rule.does if _ACTION[a]]
+    text = ", ".join(words) if words else "nothing (RECORD and stale pycs made true)"
+    return f"{text}; exit {int(rule.code)}" + (f", next {rule.next}" if rule.next else "")
+
+
+def states_markdown() -> str:
+    """The README's state table, from the tables themselves."""
+    lines = ["| state | what the bytes show | apply | verify | revert |", "|---|---|---|---|---|"]
+    for name in typing.get_args(state.State):
+        what = DESCRIPTION[name].format(release="").replace("|", "\\|")
+        verdict = state.VERIFY[name]
+        said = {ExitCode.OK: "lazy", ExitCode.EAGER: "eager", ExitCode.REFUSED: "refused"}[verdict.code]
+        check = f"{said}; exit {int(verdict.code)}" + (f", next {verdict.next}" if verdict.next else "")
+        lines.append(
+            f"| `{name}` | {what} | {_does(state.APPLY[name])} | {check} | {_does(state.REVERT[name])} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -38,7 +38,7 @@ class Faults:
 
     def __init__(self, real: ModuleType, point: str | None, action: str, trace: str | None) -> None:
         self._real, self._point, self._action, self._trace = real, point, action, trace
-        self._fds: dict[int, str] = {}
+        self._fds: dict[int, Path] = {}  # a temp file's descriptor -> its destination
         self._written: set[int] = set()
 
     def __getattr__(self, name: str) -> Any:
@@ -65,19 +65,19 @@ class Faults:
     def open(self, path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
         fd: int = self._real.open(path, flags, mode, **kwargs)
         if os.fsdecode(path).endswith(TEMP_SUFFIX):
-            self._fds[fd] = _name(path)
+            self._fds[fd] = Path(os.fsdecode(path)).with_name(_name(path))
         return fd
 
     def write(self, fd: int, data: Any) -> int:
         if fd in self._fds and fd not in self._written:
             self._written.add(fd)
-            self._hit(f"write:{self._fds[fd]}")
+            self._hit(f"write:{self._fds[fd].name}", self._fds[fd])
         written: int = self._real.write(fd, data)
         return written
 
     def fsync(self, fd: int) -> None:
         if fd in self._fds:
-            self._hit(f"fsync:{self._fds[fd]}")
+            self._hit(f"fsync:{self._fds[fd].name}", self._fds[fd])
         self._real.fsync(fd)
 
     def close(self, fd: int) -> None:

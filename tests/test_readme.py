@@ -55,3 +55,12 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert [line for line in ci if line.startswith(test_command + " ")], (
         "the README's test command is not run"
     )
+
+
+def test_the_state_table_is_the_codes() -> None:
+    from patcher.messages import states_markdown
+
+    table = README[
+        README.index("<!-- states -->\n") + len("<!-- states -->\n") : README.index("<!-- /states -->")
+    ]
+    assert table == states_markdown()

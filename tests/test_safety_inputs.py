@@ -16,6 +16,7 @@ from click.testing import Result
 from patcher import fsio
 from tests import faults
 from tests.conftest import sha256, snapshot
+from tests.helpers import tool
 
 COMMANDS = ("apply", "verify", "revert")
 
@@ -378,3 +379,35 @@ def test_a_read_only_filesystem_is_named_as_such(release: Callable[[str], Path],
         assert "mode" not in report["message"]
     finally:
         subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_torch_without_record_is_judged_by_its_bytes(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """PEP 627 makes RECORD optional and distribution packages strip it: nothing is "damaged"."""
+    torch_dir = release("2.10.0")
+    (_dist_info(torch_dir) / "RECORD").unlink()
+    graph = torch_dir / "_inductor" / "graph.py"
+    original = graph.read_bytes()
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert (verify.exit_code, json.loads(verify.stdout)["state"]) == (1, "pristine"), verify.stdout
+    applied = run("apply", "--torch-dir", str(torch_dir), "--json")
+    assert applied.exit_code == 0 and "there was no RECORD to keep" in json.loads(applied.stdout)["message"]
+    assert run("verify", "--torch-dir", str(torch_dir)).exit_code == 0
+    reverted = run("revert", "--torch-dir", str(torch_dir), "--json")
+    assert reverted.exit_code == 0 and "no RECORD" in json.loads(reverted.stdout)["message"]
+    assert graph.read_bytes() == original and not (_dist_info(torch_dir) / "RECORD").exists()
+    for result in (verify, applied, reverted):
+        assert "damaged" not in result.output
+
+
+def test_a_file_swapped_in_during_apply_is_not_overwritten(release: Callable[[str], Path]) -> None:
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    record = (_dist_info(torch_dir) / "RECORD").read_bytes()
+    done = tool("apply", "--torch-dir", str(torch_dir), env=faults.env("fsync:graph.py", "swap"))
+    assert done.returncode == 4, done.stderr
+    assert "changed meanwhile" in done.stderr and str(graph) in done.stderr
+    assert graph.read_bytes() == faults.SWAPPED  # the other installer's file, kept
+    assert (_dist_info(torch_dir) / "RECORD").read_bytes() == record
+    assert not _undo(torch_dir).exists() and not list(torch_dir.parent.rglob("*.torch-lazylog.tmp"))
