@@ -132,9 +132,9 @@ def test_a_bare_tree_has_no_owner_and_is_checked_on_its_bytes(tmp_path: Path) ->
     assert target.interpreter.in_process and target.interpreter.executable == sys.executable
 
 
-def _tool(python: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
+def _tool(python: Path, *args: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:
     done = subprocess.run(
-        [str(python), *args, "--json"], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+        [str(python), *args, "--json"], capture_output=True, text=True, env=env, cwd=cwd, timeout=300
     )
     assert done.returncode == 0, done.stdout + done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
@@ -143,7 +143,8 @@ def _tool(python: Path, *args: str, env: dict[str, str]) -> dict[str, Any]:
 
 def test_two_names_of_one_interpreter_give_the_same_report(tmp_path: Path) -> None:
     """In-process (the tool run by that interpreter), by another name in its bin, by a symlink beside
-    it, from another interpreter: one environment, one answer. torch is on PYTHONPATH only."""
+    it, from another interpreter: one environment, one answer. torch is on PYTHONPATH only; the tool
+    runs from a directory that holds another torch, which the server would not import."""
     venv = _venv(tmp_path)
     bin_dir = venv / "bin"
     (bin_dir / "server-python").symlink_to("python")
@@ -152,15 +153,23 @@ def test_two_names_of_one_interpreter_give_the_same_report(tmp_path: Path) -> No
     assert isinstance(deps, Path)
     pythonpath = os.pathsep.join([str(on_path.parent), str(ROOT), str(_purelib(deps / "bin" / "python"))])
     env = dict(os.environ, PYTHONPATH=pythonpath)
+    cwd = _tree(tmp_path / "checkout").parent
     tool = ["-m", "patcher"]
-    assert _tool(bin_dir / "python", *tool, "apply", env=env)["changed"] is True
+    # The tool itself started with -E (PYTHONPATH ignored): the plainly started target still sees it.
+    started_with_e = (
+        f"import sys; sys.path[:0] = {pythonpath.split(os.pathsep)[1:]!r}; "
+        "sys.argv[0] = 'torch-lazylog'; from patcher.cli import main; main()"
+    )
+    assert _tool(bin_dir / "python", *tool, "apply", env=env, cwd=cwd)["changed"] is True
 
     reports = [
-        _tool(bin_dir / "python", *tool, "verify", env=env),  # in-process
-        _tool(bin_dir / "python3", *tool, "verify", "--python", str(bin_dir / "python"), env=env),
-        _tool(bin_dir / "python", "-s", *tool, "verify", env=env),  # not started plainly: asks anew
+        _tool(bin_dir / "python", *tool, "verify", env=env, cwd=cwd),  # in-process
+        _tool(bin_dir / "python3", *tool, "verify", "--python", str(bin_dir / "python"), env=env, cwd=cwd),
+        _tool(
+            bin_dir / "python", "-E", "-c", started_with_e, "verify", env=env, cwd=cwd
+        ),  # asks a plain start
         *(
-            _tool(Path(sys.executable), *tool, "verify", "--python", str(bin_dir / name), env=env)
+            _tool(Path(sys.executable), *tool, "verify", "--python", str(bin_dir / name), env=env, cwd=cwd)
             for name in ("python", "python3", "server-python")
         ),
     ]
