@@ -38,7 +38,7 @@ def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> 
             version = snapshot.metadata_version(target)
             exc.details.setdefault("dist_version", version)
             exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
-            exc.details.setdefault("owner", getattr(target, "owner", None))
+            exc.details.setdefault("owner", target.owner)
         exc.details.setdefault("torch_version", target.torch_version)
         exc.details.setdefault("torch_dir", str(target.torch_dir))
         exc.details.setdefault("graph_py", str(target.graph))
@@ -137,6 +137,7 @@ def _report(
         message=message,
         torch_version=target.torch_version,
         torch_dir=str(target.torch_dir),
+        torch_path_entry=target.torch_path_entry,
         graph_py=str(target.graph),
         sha256=sha256(snap.graph if graph is None else graph),
         release=known.release.version if known.release else None,

@@ -1,7 +1,14 @@
 """The target interpreter: what it is, and running this package's target modules in it.
 
-When the target is the interpreter running torch-lazylog, the modules of patcher.target are called
-in-process (no second interpreter starts). Otherwise each runs by file path with `-I`.
+A target module runs in the target interpreter as the server's `python` would start: with the
+environment torch-lazylog was given (PYTHONPATH, PYTHONHOME, PYTHONPYCACHEPREFIX, PYTHONSAFEPATH,
+the user site, .pth files all count), never `-I`. It is started with `-c` and a launcher that takes
+the one entry `-c` adds (the working directory, as '') off sys.path before importing anything, then
+runs the module's file as __main__. So the tool's own files and working directory never decide what
+is found, and however the interpreter's path is spelled, the answer is the same.
+
+When the target is the interpreter running torch-lazylog and it started plainly (no -I, -E, -s, -S),
+the modules are called in-process on sys.path less its launch entry: no second interpreter starts.
 """
 
 from __future__ import annotations
@@ -13,7 +20,18 @@ import sys
 from types import ModuleType
 from typing import NamedTuple
 
-from patcher.errors import environment
+from patcher.errors import LazylogError, environment
+
+# -c puts '' (the working directory) first, after site has run; nothing else makes a '' entry, since
+# site turns every other entry absolute. Removed before the first import that could be shadowed.
+_LAUNCHER = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "import runpy\n"
+    "sys.argv = sys.argv[1:]\n"
+    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
+)
 
 
 class Interpreter(NamedTuple):
@@ -23,11 +41,39 @@ class Interpreter(NamedTuple):
     magic: str
     pycache_prefix: str | None
     in_process: bool = False
+    prefix: str = ""
+    path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
+
+
+class Found(NamedTuple):
+    """Where that interpreter's `import torch` comes from (all None when it finds none)."""
+
+    torch_dir: str | None
+    path_entry: str | None
+    error: str | None
 
 
 def is_running(python: str | None) -> bool:
-    """Whether `python` names the interpreter running this code (a venv's own path, not resolved)."""
-    return python is None or os.path.abspath(python) == os.path.abspath(sys.executable)
+    """Whether `python` names the interpreter running this code: its own path, or another name in the
+    same directory for the same file (a venv's bin/python3 for bin/python). Never resolved further:
+    a venv's interpreter is a symlink to a base one whose environment differs."""
+    if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
+        return True
+    same_dir = os.path.dirname(os.path.abspath(python)) == os.path.dirname(os.path.abspath(sys.executable))
+    try:
+        return same_dir and os.path.samefile(python, sys.executable)
+    except OSError:
+        return False
+
+
+def started_plainly() -> bool:
+    """Whether this process read its environment and site as a plain `python` would."""
+    flags = sys.flags
+    return not (flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site)
+
+
+def in_process(python: str | None) -> bool:
+    return is_running(python) and started_plainly()
 
 
 def run_module(
@@ -39,12 +85,18 @@ def run_module(
     timeout: float = 300,
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of patcher.target's modules in `python` by its file path, isolated (-I)."""
+    """Run one of patcher.target's modules in `python`, in this process's environment (see above)."""
     assert module.__file__ is not None
-    command = [python, "-I", module.__file__, *(args or [])]
+    command = [python, "-c", _LAUNCHER, module.__file__, *(args or [])]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
-            command, input=stdin, capture_output=True, text=True, timeout=timeout, check=False, **kwargs
+            command,
+            input=stdin or "",  # never this process's stdin (PYTHONINSPECT would wait on it)
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            **kwargs,
         )
     except subprocess.TimeoutExpired as exc:
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
@@ -66,44 +118,63 @@ def _unrunnable(python: str, what: str, exc: OSError) -> str:
 
 
 def output(python: str, done: subprocess.CompletedProcess[str], what: str) -> str:
+    """The module's answer: the last line it printed (a sitecustomize may print before it)."""
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1].rstrip(".")
         raise environment(
             f"Expected {python} to be a Python 3 interpreter that can {what}, but it exited with "
             f"{done.returncode} ({last}). Nothing was written; pass --python with a working Python 3.10+."
         )
-    return done.stdout
+    lines = done.stdout.strip().splitlines()
+    return lines[-1] if lines else ""
 
 
-def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, str | None]:
+def _info(python: str | None, find_torch: bool) -> dict[str, object]:
     from patcher.target import interp
 
-    if is_running(python):
-        info = interp.info(find_torch)
-    else:
-        assert python is not None
-        what = "report where its torch is"
-        done = run_module(python, interp, what, ["--find-torch"] if find_torch else [])
-        try:
-            info = json.loads(output(python, done, what))
-        except ValueError as exc:
-            raise environment(
-                f"Expected {python} to be a Python 3 interpreter, but it printed something else. "
-                "Nothing was written; pass --python with a working Python 3.10+."
-            ) from exc
-    interpreter = Interpreter(
-        executable=str(info["executable"] or python),
-        version=str(info["version"]),
-        cache_tag=info["cache_tag"],
-        magic=str(info["magic"]),
-        pycache_prefix=info["pycache_prefix"],
-        in_process=is_running(python),
-    )
-    if find_torch and info["torch_dir"] is None:
-        why = f" ({info['error']})" if info["error"] else ""
+    if in_process(python):
+        path = interp.without_launch_entry(sys.path, bool(getattr(sys.flags, "safe_path", False)))
+        return dict(interp.info(find_torch, path))
+    executable = python or sys.executable
+    what = "report where its torch is"
+    done = run_module(executable, interp, what, ["--find-torch"] if find_torch else [])
+    try:
+        info = json.loads(output(executable, done, what))
+        assert isinstance(info, dict)
+        return info
+    except (ValueError, AssertionError) as exc:
         raise environment(
-            f"Expected `import torch` to find torch for {interpreter.executable} "
-            f"(Python {interpreter.version}), but it found none{why}. "
-            "Install torch there, or pass --python or --torch-dir to point at the right one."
-        )
-    return interpreter, info["torch_dir"]
+            f"Expected {executable} to be a Python 3 interpreter, but it printed something else. "
+            "Nothing was written; pass --python with a working Python 3.10+."
+        ) from exc
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
+    """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
+    info = _info(python, find_torch)
+    path = info.get("path")
+    interpreter = Interpreter(
+        executable=str(info["executable"] or python or sys.executable),
+        version=str(info["version"]),
+        cache_tag=_text(info["cache_tag"]),
+        magic=str(info["magic"]),
+        pycache_prefix=_text(info["pycache_prefix"]),
+        in_process=in_process(python),
+        prefix=str(info.get("prefix") or ""),
+        path=tuple(str(p) for p in path) if isinstance(path, list) else (),
+    )
+    found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
+    return interpreter, found
+
+
+def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
+    why = f" ({found.error})" if found.error else ""
+    return environment(
+        f"Expected `import torch` to find torch for {interpreter.executable} "
+        f"(Python {interpreter.version}), but it found none{why}. "
+        "Install torch there, or pass --python or --torch-dir to point at the right one."
+    )

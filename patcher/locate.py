@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from patcher import interpreter
-from patcher.errors import environment
-from patcher.interpreter import Interpreter
+from patcher.errors import LazylogError, environment
+from patcher.interpreter import Found, Interpreter
 from patcher.spec import PatchSpec
 
 UNDO_NAME = "torch_lazylog.json"
@@ -17,16 +17,26 @@ UNDO_NAME = "torch_lazylog.json"
 # package, never inside it.
 UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 
+# <prefix>/lib/pythonX.Y/site-packages (venvs, conda envs, base installs), lib64 (Fedora's platlib),
+# <prefix>/lib/pythonX.Y/dist-packages (Debian's /usr/local); pythonX.Yt is a free-threaded build.
+_SITE_DIR = re.compile(
+    r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
+)
 _VERSION_LINE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 
 class Target(NamedTuple):
-    interpreter: Interpreter
+    interpreter: Interpreter  # the one that compiles graph.py's pycs and runs the runtime check
     torch_dir: Path
     graph: Path
     dist_info: Path | None
     undo_path: Path
     torch_version: str | None
+    # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
+    # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
+    owner: str | None = None
+    # The sys.path entry of the owner that torch came from (None: no owner, or a meta path finder).
+    torch_path_entry: str | None = None
 
     @property
     def record_file(self) -> Path | None:
@@ -75,9 +85,75 @@ def _read_or_empty(dist_info: Path) -> bytes:
         return b""
 
 
-def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target:
-    target_python, found = interpreter.probe(python, find_torch=torch_dir is None)
-    directory = Path(os.path.abspath(torch_dir or found or "."))
+def owner_candidates(site: str) -> list[str]:
+    """Interpreters that may own the site directory `site`, from where it lives; probing decides."""
+    if site == "/usr/lib/python3/dist-packages":  # Debian's system Python
+        return ["/usr/bin/python3"]
+    match = _SITE_DIR.match(site)
+    if match is None:
+        return []
+    prefix, version = match["prefix"], match["version"]
+    if match["kind"] == "dist" and prefix in ("/usr", "/usr/local"):  # Debian's, and what pip adds to it
+        return [f"/usr/bin/python{version}", "/usr/bin/python3"]
+    return [f"{prefix}/bin/python", f"{prefix}/bin/python3", f"{prefix}/bin/python{version}"]
+
+
+def _same(a: str, b: str) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _owner_of(directory: Path) -> tuple[Interpreter, Found] | None:
+    """The interpreter that has `directory`'s site directory on its sys.path, if one lives beside it."""
+    site = str(directory.parent)
+    tried: set[tuple[str, str]] = set()
+    for candidate in owner_candidates(site):
+        key = (os.path.dirname(candidate), os.path.realpath(candidate))
+        if key in tried or not os.path.isfile(candidate) or not os.access(candidate, os.X_OK):
+            continue
+        tried.add(key)
+        try:
+            probed, found = interpreter.probe(candidate, find_torch=True)
+        except LazylogError:  # timid: a broken interpreter beside it owns nothing we can check
+            continue
+        if any(_same(entry, site) for entry in probed.path):
+            return probed, found
+    return None
+
+
+def _imports_it(probed: Interpreter, found: Found, directory: Path, derived: bool) -> None:
+    """A --torch-dir the interpreter does not import is never what the server runs: say so."""
+    if found.torch_dir is not None and _same(found.torch_dir, str(directory)):
+        return
+    how = "the interpreter that owns it" if derived else "the interpreter given"
+    loads = (
+        f"loads {found.torch_dir} (sys.path entry {found.path_entry or 'none: a meta path finder'})"
+        if found.torch_dir
+        else f"finds no torch{f' ({found.error})' if found.error else ''}"
+    )
+    raise environment(
+        f"Expected `import torch` in {probed.executable} ({how}) to load the torch directory given, "
+        f"{directory}, but it {loads}: that is not the torch the server would run. Nothing was "
+        "written; pass --torch-dir with the torch that interpreter imports (or leave --torch-dir out), "
+        "or pass --python with the interpreter that imports this one."
+    )
+
+
+def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Found, str | None]:
+    """The interpreter for a given torch directory, checked to import it; no owner for a bare tree."""
+    if python is not None:
+        probed, found = interpreter.probe(python, find_torch=True)
+        _imports_it(probed, found, directory, derived=False)
+        return probed, found, probed.executable
+    owned = _owner_of(directory)
+    if owned is None:  # a tree no interpreter beside it owns: the bytes are all there is to check
+        probed, _ = interpreter.probe(None, find_torch=False)
+        return probed, Found(None, None, None), None
+    probed, found = owned
+    _imports_it(probed, found, directory, derived=True)
+    return probed, found, probed.executable
+
+
+def _check_tree(directory: Path, spec: PatchSpec) -> Path:
     graph = directory / spec.file
     if not directory.is_dir() or not graph.is_file():
         found_text = (
@@ -91,13 +167,29 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
             f"Expected a torch package directory containing {spec.file}, found {found_text}. "
             "Pass --torch-dir with the `torch` directory inside site-packages."
         )
+    return graph
+
+
+def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target:
+    if torch_dir is None:
+        probed, found = interpreter.probe(python, find_torch=True)
+        if found.torch_dir is None:
+            raise interpreter.none_found(probed, found)
+        directory = Path(os.path.abspath(found.torch_dir))
+        graph = _check_tree(directory, spec)
+        owner: str | None = probed.executable
+    else:
+        directory = Path(os.path.abspath(torch_dir))
+        graph = _check_tree(directory, spec)
+        probed, found, owner = _for_torch_dir(python, directory)
     dist_info = find_dist_info(directory, spec)
-    undo = dist_info / UNDO_NAME if dist_info else directory.parent / UNDO_NAME_NO_DIST_INFO
     return Target(
-        interpreter=target_python,
+        interpreter=probed,
         torch_dir=directory,
         graph=graph,
         dist_info=dist_info,
-        undo_path=undo,
+        undo_path=dist_info / UNDO_NAME if dist_info else directory.parent / UNDO_NAME_NO_DIST_INFO,
         torch_version=read_torch_version(directory, dist_info),
+        owner=owner,
+        torch_path_entry=found.path_entry,
     )

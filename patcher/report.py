@@ -18,6 +18,7 @@ class Report(NamedTuple):
     next: str | None = None  # the one next step: a verb from the engine, a command line once rendered
     torch_version: str | None = None
     torch_dir: str | None = None
+    torch_path_entry: str | None = None  # the sys.path entry the target interpreter imports torch from
     graph_py: str | None = None
     sha256: str | None = None
     release: str | None = None
@@ -38,6 +39,7 @@ class Report(NamedTuple):
             "next": self.next,
             "torch_version": self.torch_version,
             "torch_dir": self.torch_dir,
+            "torch_path_entry": self.torch_path_entry,
             "graph_py": self.graph_py,
             "sha256": self.sha256,
             "release": self.release,

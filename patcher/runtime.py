@@ -1,7 +1,9 @@
 """`verify --runtime`: run patcher.target.inductor in the target interpreter, with a throw-away cache.
 
-The probe imports torch there (never here) and compiles a deep custom-op chain on the CPU; see that
-module for the checks. The static report and the probe's checks make one report; the worse decides.
+The probe imports torch there (never here), in the environment torch-lazylog was given (as the server
+would), and compiles a deep custom-op chain on the CPU; see that module for the checks. The static
+report and the probe's checks make one report; the worse decides. A check the environment keeps from
+running (TORCH_COMPILE_DISABLE=1, ...) is an environment error naming why, never a failed check.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import shutil
 import tempfile
 from typing import TypedDict
 
-from patcher.errors import ExitCode, environment
+from patcher.errors import ExitCode, LazylogError, environment
 from patcher.interpreter import run_module
 from patcher.locate import Target
 from patcher.report import JsonValue, Report
@@ -32,6 +34,7 @@ class ProbeResult(TypedDict, total=False):
 
     checks: list[dict[str, JsonValue]]
     error: str | None
+    unable: str | None  # why the checks could not exercise Inductor's path in this environment
     calls: dict[str, int]
     compile_s: dict[str, float]
     runs: list[ProbeRun]
@@ -64,10 +67,10 @@ def probe(
     for noisy in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(noisy, None)
     params = {"depth": depth, "phases": list(phases), "limit": limit, "repeat": repeat, "warmup": warmup}
-    params["expect_graph"] = expect_graph
+    params |= {"expect_graph": expect_graph, "cwd": cache}  # started where the tool was: same sys.path
     what = "run the runtime check"
     try:
-        done = run_module(python, inductor, what, [json.dumps(params)], timeout=timeout, env=env, cwd=cache)
+        done = run_module(python, inductor, what, [json.dumps(params)], timeout=timeout, env=env)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
@@ -78,6 +81,28 @@ def probe(
         )
     result: ProbeResult = json.loads(lines[-1])
     return result
+
+
+def _not_run(report: Report, why: str) -> LazylogError:
+    return LazylogError(
+        ExitCode.ENVIRONMENT,
+        f"Expected the runtime check to exercise Inductor's implicit-fallback path, but {why}, so it "
+        f"could not run (no check failed; the static check: {report.message.rstrip('.')}). Run "
+        "`torch-lazylog verify --runtime` without that setting, or `torch-lazylog verify` for the static check.",
+        state=report.state,
+    )
+
+
+def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, str]:
+    """The message and state of a runtime check that failed: the runtime finding comes first."""
+    names = {c["name"] for c in failed}
+    state = "eager" if "not_formatted_when_filtered" in names else "unknown"
+    found = "; ".join(str(c["detail"]) for c in failed)
+    message = (
+        "Expected Inductor's real implicit-fallback path to format the operator text only when the "
+        f"line is emitted, but the runtime check found: {found}. Static check: {report.message}"
+    )
+    return message, state
 
 
 def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
@@ -94,6 +119,8 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
             f"Expected {target.interpreter.executable} to import torch from {target.torch_dir}, but it imports "
             f"{imported or 'no graph.py'}. Pass --python with the interpreter that uses this torch."
         )
+    if result.get("unable"):
+        raise _not_run(report, str(result["unable"]))
     static: dict[str, JsonValue] = {
         "name": "static",
         "passed": report.code == ExitCode.OK,
@@ -102,9 +129,8 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
     failed = [c for c in result["checks"] if not c["passed"]]
     all_checks = (static, *result["checks"])
     if failed:
-        message = report.message + " Runtime: " + "; ".join(str(c["detail"]) for c in failed) + "."
+        message, state = _failed(report, failed)
         code = max(report.code, ExitCode.EAGER)
-    else:
-        message = report.message + f" Runtime: {len(all_checks)} checks passed on Inductor's real path."
-        code = report.code
-    return report._replace(message=message, code=code, checks=all_checks)
+        return report._replace(message=message, state=state, code=code, checks=all_checks)
+    message = report.message + f" Runtime: {len(all_checks)} checks passed on Inductor's real path."
+    return report._replace(message=message, checks=all_checks)

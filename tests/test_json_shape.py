@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _readme_fields() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    table = text[text.index("### JSON") : text.index("## How it decides")]
+    table = text[text.index("### JSON") : text.index("## The install's state")]
     return [f for row in re.findall(r"^\| (`[^|]+) \|", table, re.M) for f in re.findall(r"`(\w+)`", row)]
 
 

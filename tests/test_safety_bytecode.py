@@ -90,11 +90,12 @@ def test_another_interpreters_pyc_is_removed(
 
 
 def test_the_given_interpreter_rebuilds_its_own_pyc(
-    release: Callable[[str], Path], run: Callable[..., Result]
+    release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     other = _other_python()
     graph = release("2.10.0") / "_inductor" / "graph.py"
     torch_dir = graph.parent.parent
+    monkeypatch.setenv("PYTHONPATH", str(torch_dir.parent))  # the given interpreter imports this torch
     foreign = make_pyc(graph, "checked-hash", 1, python=other)
     ours = make_pyc(graph, "timestamp", 0)
     assert run("apply", "--python", other, "--torch-dir", str(torch_dir)).exit_code == 0

@@ -8,6 +8,9 @@ ops (a fallback is registered once per op):
 - info: INFO enabled; each emitted "Creating implicit fallback" line must be byte-identical to what
   operator_str returns for the same arguments;
 - error: implicit fallbacks off; the raised OperatorIssue must still carry the operator text.
+make_fallback is watched too: when the environment keeps torch.compile from Inductor
+(TORCH_COMPILE_DISABLE=1, TORCHDYNAMO_DISABLE=1, anything else that leaves it no op to lower), no
+check is reported, failed or passed: "unable" says why.
 Prints one JSON object. torch is imported only here, never by torch-lazylog itself.
 """
 
@@ -25,10 +28,11 @@ LINE = "Creating implicit fallback for:"
 
 
 class Probe:
-    def __init__(self, torch: Any, operator_issue: Any, limit: bool) -> None:
+    def __init__(self, torch: Any, operator_issue: Any, graph: Any, limit: bool) -> None:
         self.torch = torch
         self.texts: list[tuple[str, str]] = []
         self.checks: list[Check] = []
+        self.fallbacks: list[str] | None = None  # ops Inductor made a fallback for (None: not watched)
         real: Callable[[object, object, object], str] = operator_issue.operator_str
 
         def counting(target: object, args: object, kwargs: object) -> str:
@@ -37,6 +41,16 @@ class Probe:
             return text
 
         operator_issue.operator_str = staticmethod(counting)
+        make_fallback: Callable[..., Any] | None = getattr(graph, "make_fallback", None)
+        if make_fallback is not None:
+            made: list[str] = []
+
+            def watched(target: object, *args: Any, **kwargs: Any) -> Any:
+                made.append(str(target))
+                return make_fallback(target, *args, **kwargs)
+
+            graph.make_fallback = watched
+            self.fallbacks = made
 
     def check(self, name: str, passed: bool, detail: str) -> None:
         self.checks.append({"name": name, "passed": bool(passed), "detail": detail})
@@ -82,7 +96,37 @@ class Probe:
         return seconds, bool(torch.allclose(got, model(x, y)))
 
     def calls_for(self, tag: str) -> list[str]:
-        return [text for target, text in self.texts if f"_{tag}." in target or target.endswith(f"_{tag}")]
+        return [text for target, text in self.texts if _tagged(target, tag)]
+
+    def reached(self, tag: str) -> bool:
+        """Whether Inductor lowered this phase's ops by a fallback (True when that is not watched)."""
+        return self.fallbacks is None or any(_tagged(target, tag) for target in self.fallbacks)
+
+
+def _tagged(target: str, tag: str) -> bool:
+    return f"_{tag}." in target or target.endswith(f"_{tag}")
+
+
+# What switches torch.compile off from the environment (torch/_dynamo/config.py, eval_frame.py).
+SWITCHES = ("TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE")
+
+
+def switched_off(torch: Any) -> str | None:
+    """Why this environment runs no torch.compile at all, read before compiling (torch 2.13 raises
+    with fullgraph=True when it compiles nothing, older releases run the model eagerly)."""
+    switches = [f"{name}=1" for name in SWITCHES if os.environ.get(name) == "1"]
+    if switches:
+        return f"{' and '.join(switches)} in the environment switches torch.compile off"
+    if getattr(torch._dynamo.config, "disable", False):  # pragma: no cover - set only by the switch above
+        return "torch._dynamo.config.disable is set, which switches torch.compile off"
+    return None
+
+
+# The guard for what the switches above do not name: no environment variable of torch's reaches it.
+NOT_REACHED = (
+    "torch.compile ran the model, but Inductor lowered none of the probe's custom ops: something in "
+    "this environment keeps torch.compile from Inductor"
+)
 
 
 def filtered(probe: Probe, params: dict[str, Any], out: dict[str, Any]) -> None:
@@ -96,6 +140,9 @@ def filtered(probe: Probe, params: dict[str, Any], out: dict[str, Any]) -> None:
     calls = sum(int(run["calls"]) for run in runs)
     correct = all(run["correct"] for run in runs)
     out["runs"] = runs
+    if not all(probe.reached(f"f{index}") for index in range(len(runs))):  # pragma: no cover - NOT_REACHED
+        out["unable"] = NOT_REACHED
+        return
     out["calls"]["filtered"] = calls
     out["compile_s"]["filtered"] = runs[0]["seconds"]
     verdict = "matches" if correct else "differs from"
@@ -117,7 +164,7 @@ class _Keep(logging.Handler):
             self.lines.append(record.getMessage())
 
 
-def info(probe: Probe) -> None:
+def info(probe: Probe, out: dict[str, Any]) -> None:
     logger = logging.getLogger("torch._inductor.graph")
     handler = _Keep()
     logger.addHandler(handler)
@@ -127,6 +174,9 @@ def info(probe: Probe) -> None:
     finally:
         logger.removeHandler(handler)
         logger.setLevel(logging.WARNING)
+    if not probe.reached("i"):  # pragma: no cover - NOT_REACHED
+        out["unable"] = NOT_REACHED
+        return
     # A lazy argument is formatted by each handler that formats the record: compare as sets.
     expected = {f"{LINE}\n{text}" for text in probe.calls_for("i")}
     identical = sum(line in expected for line in handler.lines)
@@ -136,8 +186,10 @@ def info(probe: Probe) -> None:
 
 
 def error(probe: Probe, config: Any) -> None:
-    saved = config.implicit_fallbacks
+    dynamo = probe.torch._dynamo.config
+    saved, suppressed = config.implicit_fallbacks, getattr(dynamo, "suppress_errors", False)
     config.implicit_fallbacks = False
+    dynamo.suppress_errors = False  # TORCHDYNAMO_SUPPRESS_ERRORS would swallow the very error checked
     message = ""
     try:
         probe.compile_and_run(1, "e")
@@ -149,15 +201,34 @@ def error(probe: Probe, config: Any) -> None:
             seen = seen.__cause__ or seen.__context__
         message = "\n".join(chain)
     finally:
-        config.implicit_fallbacks = saved
+        config.implicit_fallbacks, dynamo.suppress_errors = saved, suppressed
     texts = [text for text in probe.calls_for("e") if text]
     carried = bool(texts) and texts[-1] in message
     verdict = "carries" if carried else "lacks"
     probe.check("error_carries_operator_text", carried, f"the raised error {verdict} the operator text")
 
 
+def run_phases(probe: Probe, params: dict[str, Any], config: Any, out: dict[str, Any]) -> None:
+    phase = None
+    try:
+        for phase in params["phases"]:
+            if phase == "filtered":
+                filtered(probe, params, out)
+            elif phase == "info":
+                info(probe, out)
+            elif phase == "error":
+                error(probe, config)
+            if out.get("unable"):
+                return
+    except Exception as exc:
+        out["error"] = f"torch.compile failed in phase {phase}: {type(exc).__name__}: {str(exc)[:2000]}"
+    out["checks"] = probe.checks
+
+
 def main(params: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"checks": [], "error": None, "calls": {}, "compile_s": {}}
+    out: dict[str, Any] = {"checks": [], "error": None, "unable": None, "calls": {}, "compile_s": {}}
+    if params.get("cwd"):  # sys.path was built from the launch's directory; compile somewhere harmless
+        os.chdir(params["cwd"])
     try:
         import torch
         import torch._dynamo
@@ -172,19 +243,11 @@ def main(params: dict[str, Any]) -> dict[str, Any]:
     expected = params.get("expect_graph")
     if expected and os.path.realpath(expected) != os.path.realpath(inductor_graph.__file__):
         return out  # another torch than the one pointed at: say so before compiling anything
-    probe = Probe(torch, OperatorIssue, bool(params.get("limit")))
-    phase = None
-    try:
-        for phase in params["phases"]:
-            if phase == "filtered":
-                filtered(probe, params, out)
-            elif phase == "info":
-                info(probe)
-            elif phase == "error":
-                error(probe, config)
-    except Exception as exc:
-        out["error"] = f"torch.compile failed in phase {phase}: {type(exc).__name__}: {str(exc)[:2000]}"
-    out["checks"] = probe.checks
+    out["unable"] = switched_off(torch)
+    if out["unable"] is None:
+        run_phases(
+            Probe(torch, OperatorIssue, inductor_graph, bool(params.get("limit"))), params, config, out
+        )
     return out
 
 

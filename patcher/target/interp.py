@@ -1,30 +1,80 @@
-"""What the target interpreter is, and where its `import torch` would come from (without importing it)."""
+"""What the target interpreter is, and where its `import torch` would come from (without importing it).
+
+`path` is sys.path as the interpreter builds it from its environment and site configuration
+(PYTHONPATH, PYTHONHOME, the user site, .pth files, ...), without the one entry its launch adds
+(the script's directory, or the working directory for -c and -m): that entry belongs to the program
+started, not to the environment, and here the program is torch-lazylog.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
+from typing import TypedDict
 
 
-def info(find_torch: bool) -> dict[str, str | None]:
-    found: dict[str, str | None] = {
+class Info(TypedDict):
+    executable: str
+    version: str
+    cache_tag: str | None
+    magic: str
+    pycache_prefix: str | None
+    prefix: str
+    path: list[str]
+    torch_dir: str | None
+    torch_path_entry: str | None
+    error: str | None
+
+
+def without_launch_entry(path: list[str], safe_path: bool) -> list[str]:
+    """sys.path less the entry the launch put first (none under -P / PYTHONSAFEPATH)."""
+    return list(path) if safe_path else list(path[1:])
+
+
+def path_entry(torch_dir: str, path: list[str]) -> str | None:
+    """The first entry of `path` whose `torch` is `torch_dir` (None: a meta path finder found it)."""
+    wanted = os.path.normcase(os.path.abspath(torch_dir))
+    for entry in path:
+        if os.path.normcase(os.path.abspath(os.path.join(entry or os.curdir, "torch"))) == wanted:
+            return entry
+    return None
+
+
+def _find_torch(path: list[str], found: Info) -> None:
+    saved = sys.path[:]
+    sys.path[:] = path
+    try:
+        spec = importlib.util.find_spec("torch")  # a top-level package: found, not executed
+    except Exception as exc:  # a broken path hook or .pth: report it, do not crash
+        found["error"] = f"{type(exc).__name__}: {exc}"
+        return
+    finally:
+        sys.path[:] = saved
+    if spec is not None and spec.submodule_search_locations:
+        torch_dir = next(iter(spec.submodule_search_locations))
+        found["torch_dir"] = torch_dir
+        found["torch_path_entry"] = path_entry(torch_dir, path)
+
+
+def info(find_torch: bool, path: list[str] | None = None) -> Info:
+    """This interpreter's facts; `path` defaults to sys.path (already without the launch entry)."""
+    search = list(sys.path if path is None else path)
+    found: Info = {
         "executable": sys.executable,
         "version": "{}.{}.{}".format(*sys.version_info[:3]),
         "cache_tag": sys.implementation.cache_tag,
         "magic": importlib.util.MAGIC_NUMBER.hex(),
         "pycache_prefix": sys.pycache_prefix,
+        "prefix": sys.prefix,
+        "path": search,
         "torch_dir": None,
+        "torch_path_entry": None,
         "error": None,
     }
     if find_torch:
-        try:
-            spec = importlib.util.find_spec("torch")  # a top-level package: found, not executed
-        except Exception as exc:  # a broken path hook or .pth: report it, do not crash
-            found["error"] = f"{type(exc).__name__}: {exc}"
-        else:
-            if spec is not None and spec.submodule_search_locations:
-                found["torch_dir"] = next(iter(spec.submodule_search_locations))
+        _find_torch(search, found)
     return found
 
 

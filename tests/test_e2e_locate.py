@@ -1,0 +1,89 @@
+"""End to end on real torch: `verify --runtime` runs in the environment the tool was given, and says
+so when that environment keeps it from exercising Inductor's path. The shared cached torch venvs are
+read, patched and reverted by this checkout's tool, never installed into."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher import runtime
+from tests import realdata
+from tests.conftest import need
+from tests.test_e2e import _probe_under_coverage
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(autouse=True)
+def _the_shared_torch_venvs_one_test_at_a_time() -> Iterator[None]:
+    with realdata.cache_lock("e2e-torch-venvs"):
+        yield
+
+
+def _venv(version: str) -> Path:
+    venv = need(lambda: realdata.torch_venv(version))
+    assert isinstance(venv, Path)
+    return venv
+
+
+def _tool(python: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *args, "--python", str(python), "--json"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, **(env or {})),
+        timeout=1800,
+    )
+    assert done.stdout, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
+
+
+@pytest.mark.parametrize("switch", ["TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE"])
+def test_runtime_check_switched_off_by_the_environment_exits_4_with_the_reason(switch: str) -> None:
+    python = _venv("2.10.0") / "bin" / "python"
+    assert _tool(python, "apply")[0] == 0
+    try:
+        code, report = _tool(python, "verify", "--runtime", env={switch: "1"})
+        assert code == 4, report
+        assert report["state"] == "patched" and report["checks"] == [], report
+        message = report["message"]
+        assert message.startswith("Expected the runtime check to exercise Inductor's"), message
+        assert f"but {switch}=1 in the environment switches torch.compile off" in message
+        assert "could not run (no check failed" in message
+    finally:
+        assert _tool(python, "revert")[0] == 0
+
+
+def test_the_probe_names_the_switch_and_reports_no_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """patcher.target.inductor itself, under coverage, with torch.compile switched off."""
+    monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
+    python = _venv("2.13.0") / "bin" / "python"
+    result = _probe_under_coverage(python, {"depth": 2, "phases": list(runtime.PHASES)}, tmp_path)
+    assert result["error"] is None and result["checks"] == [], result
+    assert result["unable"].startswith(
+        "TORCH_COMPILE_DISABLE=1 in the environment switches torch.compile off"
+    )
+
+
+def test_runtime_check_imports_the_torch_on_pythonpath(tmp_path: Path) -> None:
+    """An interpreter whose only torch is on PYTHONPATH (the server's): located, and imported by the
+    runtime check, in that environment."""
+    venv = _venv("2.13.0")
+    (site,) = venv.glob("lib/python3.*/site-packages")
+    bare = tmp_path / "bare"
+    subprocess.run([str(venv / "bin" / "python"), "-m", "venv", "--without-pip", str(bare)], check=True)
+    code, report = _tool(bare / "bin" / "python", "verify", "--runtime", env={"PYTHONPATH": str(site)})
+    assert code == 0, report
+    assert (report["torch_dir"], report["state"]) == (str(site / "torch"), "native")
+    assert len(report["checks"]) == 5 and all(c["passed"] for c in report["checks"]), report
