@@ -39,9 +39,11 @@ def run_module(
     timeout: float = 300,
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of patcher.target's modules in `python` by its file path, isolated (-I)."""
+    """Run one of patcher.target's modules in `python` by its file path, isolated (-I) and writing no
+    bytecode (-B): starting the target interpreter must not write into its environment (a .pth that
+    imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     assert module.__file__ is not None
-    command = [python, "-I", module.__file__, *(args or [])]
+    command = [python, "-I", "-B", module.__file__, *(args or [])]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
             command, input=stdin, capture_output=True, text=True, timeout=timeout, check=False, **kwargs
