@@ -433,3 +433,29 @@ def vendor_fixed_base() -> str:
         )
 
     return _built(tag, f"image-{ROCM_TORCH}-vendor-lazy", make)
+
+
+def tool_context(destination: Path) -> Path:
+    """The build context Dockerfile.rocm expects: the tool's source, as the repository has it."""
+    destination.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "Dockerfile.rocm", ".dockerignore"):
+        shutil.copy2(ROOT / name, destination / name)
+    for name in ("patcher", "patches"):
+        shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def readme_snippet() -> str:
+    """The README's Dockerfile snippet, as printed."""
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```dockerfile\n(.*?)```", text[text.index("## In a Dockerfile") :], re.S)
+    assert match, "the README has no Dockerfile snippet"
+    return match[1]
+
+
+def snippet_context(destination: Path) -> Path:
+    """The README's snippet as the last lines of a Dockerfile (on BASE_IMAGE), the tool's wheel in dist/."""
+    (destination / "dist").mkdir(parents=True)
+    realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(ROOT)], "setuptools")
+    (destination / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
+    return destination
