@@ -85,9 +85,11 @@ def run_module(
     timeout: float = 300,
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of patcher.target's modules in `python`, in this process's environment (see above)."""
+    """Run one of patcher.target's modules in `python`, in this process's environment (see above),
+    writing no bytecode (-B): starting the target must not write into its environment (a .pth that
+    imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     assert module.__file__ is not None
-    command = [python, "-c", _LAUNCHER, module.__file__, *(args or [])]
+    command = [python, "-B", "-c", _LAUNCHER, module.__file__, *(args or [])]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
             command,

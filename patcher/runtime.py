@@ -95,8 +95,10 @@ def _not_run(report: Report, why: str) -> LazylogError:
 
 def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, str]:
     """The message and state of a runtime check that failed: the runtime finding comes first."""
-    names = {c["name"] for c in failed}
-    state = "eager" if "not_formatted_when_filtered" in names else "unknown"
+    from patcher.state import LAZY
+
+    # The bytes' state stands when they are eager; a lazy state the runtime contradicts is unknown.
+    state = "unknown" if report.state in LAZY else report.state
     found = "; ".join(str(c["detail"]) for c in failed)
     message = (
         "Expected Inductor's real implicit-fallback path to format the operator text only when the "

@@ -1,8 +1,16 @@
-"""A real Docker engine and a stand-in for the ROCm base image, built once and kept by the engine.
+"""A real Docker engine and stand-ins for the users' base images, built once and kept by the engine.
 
-The stand-in: Debian bookworm from debootstrap (minbase, python3, python3-venv, ca-certificates),
-imported with `docker import`, then `/opt/venv` holding a real torch from the package index, as the
-`rocm/pytorch` images have it. No image registry is reachable here, so nothing is pulled.
+The stand-ins start from Debian bookworm from debootstrap (minbase, python3, python3-venv,
+ca-certificates), imported with `docker import`. No image registry is reachable here, so nothing is
+pulled. Three layouts, as the users' images have them:
+- `base_image(version)`: `/opt/venv` holding a real torch from the package index, as the
+  `rocm/pytorch` images have it; for torch 2.10.0 that venv runs the ROCm images' Python (the minor
+  of Dockerfile.rocm's default base tag), an interpreter of this machine copied into the image;
+- `system_image(version)`: vLLM's ROCm layout: the system Python with torch installed by
+  `uv pip install --system` into its dist-packages, no /opt/venv;
+- `vendor_fixed_image()`: the 2.10.0 base whose graph.py a vendor already made lazy.
+Real wheels are downloaded once into $TORCH_LAZYLOG_CACHE/linux-wheels and served to the build from
+a loopback HTTP server, so a rebuild downloads nothing.
 
 Machine scaffolding, not product: containers reach the package index only through the host's CA
 bundle and the host's network, so the base carries that bundle (and PIP_CERT/SSL_CERT_FILE), and
@@ -12,18 +20,24 @@ every build and run uses --network=host.
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import os
+import platform
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests import realdata
 
 # Debian's client: BuildKit works with DOCKER_BUILDKIT=1 (no buildx plugin needed).
+ROOT = Path(__file__).resolve().parent.parent
 DOCKER = "/usr/bin/docker"
 CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 SUITE = "bookworm"
@@ -157,3 +171,291 @@ def base_image(version: str) -> str:
             done = docker("build", "--network=host", "-t", tag, str(context), env={"DOCKER_BUILDKIT": "0"})
             _check(done, f"build the stand-in base with torch {version}")
     return tag
+
+
+# The torch release the ROCm images ship, and the tests' stand-ins for them hold.
+ROCM_TORCH = "2.10.0"
+STANDIN = "torch-lazylog-standin"
+SITE_PACKAGES_GLOB = "lib/python3*/site-packages"
+
+
+def rocm_python_minor() -> str:
+    """The Python of the ROCm image Dockerfile.rocm is written for (`..._py3.NN_...` in its tag)."""
+    text = (ROOT / "Dockerfile.rocm").read_text()
+    match = re.search(r"^ARG BASE_IMAGE=\S*_py(3\.\d+)_", text, re.M)
+    assert match, "Dockerfile.rocm's default BASE_IMAGE names no Python"
+    return match[1]
+
+
+def interpreter(minor: str) -> Path:
+    """A CPython `minor` of this machine, found as the suite finds the others, that lives whole under
+    its own prefix (pyenv's do; a distribution's /usr one cannot be copied into another root)."""
+    runner = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in [*realdata.other_pythons(), runner]:
+        if candidate.name != f"python{minor}" or not os.access(candidate, os.X_OK):
+            continue
+        prefix = Path(
+            subprocess.run(
+                [str(candidate), "-c", "import sys; print(sys.base_prefix)"],
+                capture_output=True, text=True, check=True,
+            ).stdout.strip()
+        )  # fmt: skip
+        if prefix != Path("/usr") and (prefix / "lib" / f"python{minor}" / "os.py").exists():
+            return candidate
+    raise realdata.Unavailable(f"this machine has no self-contained CPython {minor} (pyenv's) to copy")
+
+
+def _portable_python(python: Path, destination: Path) -> None:
+    """The interpreter's prefix without its tests, Tk, static library and site-packages (the venvs
+    made from it have their own); the shared libraries it links are checked in the image."""
+    prefix = python.parent.parent
+    skip = {"test", "idlelib", "tkinter", "turtledemo", "site-packages"}
+    shutil.copytree(
+        prefix, destination, symlinks=True,
+        ignore=lambda _, names: [n for n in names if n in skip or n.endswith(".a") or n.startswith("_tkinter")],
+    )  # fmt: skip
+    (destination / "lib" / python.name / "site-packages").mkdir()
+
+
+def _manylinux() -> list[str]:
+    machine = platform.machine()
+    return [f"manylinux_2_{minor}_{machine}" for minor in (28, 27, 17)] + [f"manylinux2014_{machine}"]
+
+
+# What torch requires but `pip download` leaves out, as pip and setuptools are already at hand.
+_NOT_DOWNLOADED = ["setuptools"]
+
+
+def linux_wheels(version: str, minor: str) -> Path:
+    """torch `version` for CPython `minor` on Linux with every dependency (the CUDA libraries, ~4 GB),
+    downloaded once into the cache; the wheels that several Pythons share are downloaded once."""
+    directory = realdata.CACHE / "linux-wheels" / f"torch-{version}"
+    ready = directory / f".complete-py{minor}"
+    if ready.exists():
+        return directory
+    with realdata.cache_lock(f"linux-wheels-{version}"):
+        if ready.exists():
+            return directory
+        directory.mkdir(parents=True, exist_ok=True)
+        platforms = [arg for tag in _manylinux() for arg in ("--platform", tag)]
+        realdata.pip(
+            ["download", "--quiet", "--only-binary=:all:", "--python-version", minor, *platforms,
+             "--dest", str(directory), f"torch=={version}", *_NOT_DOWNLOADED],
+            f"torch {version} for Python {minor} with its dependencies",
+        )  # fmt: skip
+        ready.touch()
+    return directory
+
+
+def uv_wheel() -> Path:
+    """uv's wheel for this machine (the stand-ins run this machine's Debian), downloaded once."""
+    directory = realdata.CACHE / "linux-wheels" / "uv"
+    found = sorted(directory.glob("uv-*.whl"))
+    if found:
+        return found[-1]
+    with realdata.cache_lock("linux-wheels-uv"):
+        found = sorted(directory.glob("uv-*.whl"))
+        if not found:
+            directory.mkdir(parents=True, exist_ok=True)
+            realdata.pip(["download", "--quiet", "--no-deps", "--only-binary=:all:", "--dest",
+                          str(directory), "uv"], "uv")  # fmt: skip
+            found = sorted(directory.glob("uv-*.whl"))
+    return found[-1]
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _served(directory: Path) -> Iterator[str]:
+    """The wheels as a --find-links page on loopback, for builds on the host's network: nothing is
+    copied into a build context or a layer."""
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(_Quiet, directory=str(directory))
+    )
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _log(line: str) -> None:
+    with open(realdata.CACHE / "images.log", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
+
+def image_mb(tag: str) -> float:
+    done = docker("image", "inspect", "--format", "{{.Size}}", tag, timeout=60)
+    _check(done, f"inspect {tag}")
+    return int(done.stdout.strip()) / 1e6
+
+
+def _built(tag: str, lock: str, make: Callable[[Path], None]) -> str:
+    """Build `tag` once under a lock: `make(context)` fills the context (and fetches the wheels the
+    Dockerfile needs); the Dockerfile reaches the wheel cache as the URL in its WHEELS build arg."""
+    engine()
+    if has_image(tag):
+        return tag
+    with realdata.cache_lock(lock):
+        if has_image(tag):
+            return tag
+        with tempfile.TemporaryDirectory(dir=realdata.CACHE) as work:
+            context = Path(work)
+            shutil.copy2(CA_BUNDLE, context / "ca-certificates.crt")
+            make(context)
+            wheels = realdata.CACHE / "linux-wheels"
+            wheels.mkdir(parents=True, exist_ok=True)
+            start = time.monotonic()
+            with _served(wheels) as url:
+                done = docker(
+                    "build", "--network=host", "--progress=plain", "--build-arg", f"WHEELS={url}",
+                    "-t", tag, str(context), env=BUILDKIT,
+                )  # fmt: skip
+            _check(done, f"build the stand-in {tag}")
+            _log(f"built {tag} in {time.monotonic() - start:.0f} s, {image_mb(tag):.0f} MB")
+    return tag
+
+
+_HEADER = """\
+FROM {os_tag}
+COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \\
+    PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore
+"""
+
+_VENV_BASE = """\
+COPY cpython/ /opt/cpython/
+# The copied interpreter links its libpython and the Debian libraries its modules need: fail here
+# unless every one resolves in this root.
+RUN echo /opt/cpython/lib > /etc/ld.so.conf.d/cpython.conf && ldconfig \\
+ && ! find /opt/cpython -name '*.so*' -type f -exec ldd {{}} + 2>&1 | grep 'not found' \\
+ && /opt/cpython/bin/python{minor} -c 'import ctypes, ssl, sqlite3, lzma, bz2, zlib, uuid, decimal' \\
+ && /opt/cpython/bin/python{minor} -m venv /opt/venv
+ARG WHEELS
+RUN /opt/venv/bin/pip install --no-cache-dir --no-index --find-links "${{WHEELS}}torch-{version}/" \
+    torch=={version}
+"""
+
+
+def rocm_base() -> str:
+    """The `rocm/pytorch:..._py3.NN_pytorch_release_2.10.0` stand-in: /opt/venv on that Python."""
+    minor = rocm_python_minor()
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-venv-py{minor}"
+    if has_image(tag):
+        return tag
+    os_tag = os_image()
+
+    def make(context: Path) -> None:
+        _portable_python(interpreter(minor), context / "cpython")
+        dockerfile = _HEADER.format(os_tag=os_tag) + _VENV_BASE.format(minor=minor, version=ROCM_TORCH)
+        (context / "Dockerfile").write_text(dockerfile)
+        linux_wheels(ROCM_TORCH, minor)
+
+    return _built(tag, f"image-{ROCM_TORCH}-venv-py{minor}", make)
+
+
+# As vLLM's Dockerfile has it: pip in the system Python, uv installed with that pip, torch installed
+# with `uv pip install --system` (Debian marks its Python externally managed: --break-system-packages).
+_SYSTEM_BASE = """\
+ENV UV_LINK_MODE=copy UV_NO_CACHE=1
+ARG WHEELS
+RUN pip=$(echo /usr/share/python-wheels/pip-*.whl) \
+ && python3 "$pip/pip" install --no-cache-dir --break-system-packages --no-index \
+    --find-links "${{WHEELS}}uv/" "$pip" uv \
+ && uv pip install --system --break-system-packages --no-index --find-links "${{WHEELS}}torch-{version}/" \
+    torch=={version}
+"""
+
+
+def system_base() -> str:
+    """vLLM's ROCm layout: torch 2.10.0 in the system Python's dist-packages (/usr/local), put there
+    by `uv pip install --system`; no /opt/venv."""
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-system-uv"
+    if has_image(tag):
+        return tag
+    os_tag = os_image()
+
+    def make(context: Path) -> None:
+        done = docker(
+            "run", "--rm", os_tag, "python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"
+        )
+        _check(done, "ask the stand-in's system Python its version")
+        (context / "Dockerfile").write_text(
+            _HEADER.format(os_tag=os_tag) + _SYSTEM_BASE.format(version=ROCM_TORCH)
+        )
+        linux_wheels(ROCM_TORCH, done.stdout.strip())
+        uv_wheel()
+
+    return _built(tag, f"image-{ROCM_TORCH}-system-uv", make)
+
+
+# A vendor's torch 2.10.0 that ships the fix: the implicit-fallback argument lazy, another small edit
+# of its own, RECORD's graph.py row matching those bytes, the pyc rebuilt, no undo record.
+_VENDOR_EDIT = r"""
+import base64, glob, hashlib, importlib.util, py_compile
+(site,) = glob.glob("/opt/venv/lib/python3*/site-packages")
+graph = site + "/torch/_inductor/graph.py"
+(record,) = glob.glob(site + "/torch-*.dist-info/RECORD")
+text = open(graph, "rb").read()
+eager, lazy = b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),"
+assert text.count(eager) == 1 and text.startswith(b"from __future__")
+text = b"# Vendor build of torch: see the vendor's release notes.\n" + text.replace(eager, lazy)
+open(graph, "wb").write(text)
+digest = base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
+rows = open(record, encoding="utf-8").read().splitlines(keepends=True)
+row = "torch/_inductor/graph.py,"
+assert sum(r.startswith(row) for r in rows) == 1
+rows = [f"{row}sha256={digest},{len(text)}\n" if r.startswith(row) else r for r in rows]
+open(record, "w", encoding="utf-8").write("".join(rows))
+py_compile.compile(graph, cfile=importlib.util.cache_from_source(graph), doraise=True,
+                   invalidation_mode=py_compile.PycInvalidationMode.TIMESTAMP)
+"""
+
+
+def vendor_fixed_base() -> str:
+    """The 2.10.0 venv stand-in with a vendor's already lazy graph.py: one small layer over it."""
+    base = rocm_base()
+    done = docker("image", "inspect", "--format", "{{.Id}}", base, timeout=60)
+    _check(done, f"inspect {base}")
+    # Named after the base's id: a rebuilt base gets a vendor image of its own.
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-vendor-lazy-{done.stdout.strip().removeprefix('sha256:')[:12]}"
+
+    def make(context: Path) -> None:
+        (context / "vendor_edit.py").write_text(_VENDOR_EDIT)
+        (context / "Dockerfile").write_text(
+            f"FROM {base}\nRUN --mount=type=bind,source=vendor_edit.py,target=/tmp/vendor_edit.py"
+            " /opt/venv/bin/python /tmp/vendor_edit.py\n"
+        )
+
+    return _built(tag, f"image-{ROCM_TORCH}-vendor-lazy", make)
+
+
+def tool_context(destination: Path) -> Path:
+    """The build context Dockerfile.rocm expects: the tool's source, as the repository has it."""
+    destination.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "Dockerfile.rocm", ".dockerignore"):
+        shutil.copy2(ROOT / name, destination / name)
+    for name in ("patcher", "patches"):
+        shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return destination
+
+
+def readme_snippet() -> str:
+    """The README's Dockerfile snippet, as printed."""
+    text = (ROOT / "README.md").read_text()
+    match = re.search(r"```dockerfile\n(.*?)```", text[text.index("## In a Dockerfile") :], re.S)
+    assert match, "the README has no Dockerfile snippet"
+    return match[1]
+
+
+def snippet_context(destination: Path) -> Path:
+    """The README's snippet as the last lines of a Dockerfile (on BASE_IMAGE), the tool's wheel in dist/."""
+    (destination / "dist").mkdir(parents=True)
+    realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(ROOT)], "setuptools")
+    (destination / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
+    return destination
