@@ -237,6 +237,7 @@ def linux_wheels(version: str, minor: str) -> Path:
         if ready.exists():
             return directory
         directory.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
         platforms = [arg for tag in _manylinux() for arg in ("--platform", tag)]
         realdata.pip(
             ["download", "--quiet", "--only-binary=:all:", "--python-version", minor, *platforms,
@@ -244,6 +245,7 @@ def linux_wheels(version: str, minor: str) -> Path:
             f"torch {version} for Python {minor} with its dependencies",
         )  # fmt: skip
         ready.touch()
+        _log(f"downloaded torch {version} for Python {minor} in {time.monotonic() - start:.0f} s")
     return directory
 
 
@@ -312,11 +314,15 @@ def _built(tag: str, lock: str, make: Callable[[Path], None]) -> str:
             wheels.mkdir(parents=True, exist_ok=True)
             start = time.monotonic()
             with _served(wheels) as url:
+                # The classic builder: BuildKit would keep each base's layers in its build cache
+                # too, and a removed base would leave gigabytes there.
                 done = docker(
-                    "build", "--network=host", "--progress=plain", "--build-arg", f"WHEELS={url}",
-                    "-t", tag, str(context), env=BUILDKIT,
+                    "build", "--network=host", "--build-arg", f"WHEELS={url}", "-t", tag, str(context),
+                    env={"DOCKER_BUILDKIT": "0"},
                 )  # fmt: skip
-            _check(done, f"build the stand-in {tag}")
+            if done.returncode != 0:
+                (realdata.CACHE / f"failed-{tag.replace(':', '-')}.log").write_text(done.stderr)
+            _check(done, f"build the stand-in {tag} (its log: {realdata.CACHE}/failed-*.log)")
             _log(f"built {tag} in {time.monotonic() - start:.0f} s, {image_mb(tag):.0f} MB")
     return tag
 
@@ -362,7 +368,8 @@ def rocm_base() -> str:
 # As vLLM's Dockerfile has it: pip in the system Python, uv installed with that pip, torch installed
 # with `uv pip install --system` (Debian marks its Python externally managed: --break-system-packages).
 _SYSTEM_BASE = """\
-ENV UV_LINK_MODE=copy UV_NO_CACHE=1
+# The loopback server has no range requests: uv reads each wheel whole, on a loaded machine too.
+ENV UV_LINK_MODE=copy UV_NO_CACHE=1 UV_HTTP_TIMEOUT=600
 ARG WHEELS
 RUN pip=$(echo /usr/share/python-wheels/pip-*.whl) \
  && python3 "$pip/pip" install --no-cache-dir --break-system-packages --no-index \
@@ -428,8 +435,8 @@ def vendor_fixed_base() -> str:
     def make(context: Path) -> None:
         (context / "vendor_edit.py").write_text(_VENDOR_EDIT)
         (context / "Dockerfile").write_text(
-            f"FROM {base}\nRUN --mount=type=bind,source=vendor_edit.py,target=/tmp/vendor_edit.py"
-            " /opt/venv/bin/python /tmp/vendor_edit.py\n"
+            f"FROM {base}\nCOPY vendor_edit.py /tmp/\n"
+            "RUN /opt/venv/bin/python /tmp/vendor_edit.py && rm /tmp/vendor_edit.py\n"
         )
 
     return _built(tag, f"image-{ROCM_TORCH}-vendor-lazy", make)

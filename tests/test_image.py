@@ -306,13 +306,33 @@ _TORCH_FILES = (
 )
 
 
+_VENDOR_CHECK = r"""
+import base64, glob, hashlib, os
+(site,) = glob.glob("/opt/venv/lib/python3*/site-packages")
+text = open(site + "/torch/_inductor/graph.py", "rb").read()
+(info,) = glob.glob(site + "/torch-*.dist-info")
+digest = base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
+rows = [r for r in open(info + "/RECORD").read().splitlines() if r.startswith("torch/_inductor/graph.py,")]
+print(rows == [f"torch/_inductor/graph.py,sha256={digest},{len(text)}"])
+print(text.count(b"LazyString(error.operator_str, target, args, kwargs),"), text.count(b"error.operator_str(target"))
+print(text.startswith(b"# "), os.path.exists(info + "/torch_lazylog.json"))
+"""
+
+
+def test_the_vendor_stand_in_ships_the_lazy_call_with_a_matching_record() -> None:
+    """The base of the issue-15 test is what it claims, whatever the engine does with it."""
+    base = _base(images.vendor_fixed_base)
+    done = _sh(base, f"/opt/venv/bin/python -c '{_VENDOR_CHECK}'")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "1", "0", "True", "False"]
+
+
 def test_a_vendor_torch_that_ships_the_fix_builds_and_nothing_is_written(tmp_path: Path) -> None:
     """Issue 15: a vendor's 2.10.0 whose graph.py is already lazy (and edited elsewhere), RECORD
     matching it, no undo record: apply and revert write nothing, verify passes."""
     base = _base(images.vendor_fixed_base)
     pristine = _sh(base, _TORCH_FILES)
     assert pristine.returncode == 0, pristine.stderr
-    assert "LazyString(error.operator_str" in _sh(base, f"cat {ROCM.graph}").stdout
     tag = _tag("vendor-lazy")
     try:
         _build(_context(tmp_path / "context"), tag, base)  # apply && verify exit 0
