@@ -1,4 +1,4 @@
-from patcher.cli import main
+from patcher.entry import main
 
 if __name__ == "__main__":
     main()

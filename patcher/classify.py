@@ -11,7 +11,7 @@ from patcher.hashes import sha256, version_key
 from patcher.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
-    from patcher.transform import Refused, Rewritten, Site
+    from patcher.outcome import Refused, Rewritten, Site
 
 State = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
@@ -100,7 +100,8 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
     hit = by_hash(source, spec, torch_version)
     if hit is not None:
         return hit
-    from patcher.transform import Refused, site_of  # libcst: only when no hash is known
+    from patcher.outcome import Refused
+    from patcher.transform import site_of  # libcst: only when no hash is known
 
     site = site_of(source, spec)
     if isinstance(site, Refused):
@@ -108,20 +109,40 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
     return by_site(site, spec, torch_version)
 
 
+def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | None:
+    """An exact eager release needs no parse: its one eager argument made lazy must give the table's
+    patched sha256, which the libcst rewrite gave when the table was made from the real wheel."""
+    from patcher.edits import line_edit
+    from patcher.outcome import Rewritten, Site
+
+    release = known.release
+    eager, lazy = spec.eager.encode(), spec.lazy.encode()
+    if release is None or source.count(eager) != 1 or lazy in source:
+        return None
+    new = source.replace(eager, lazy)
+    if sha256(new) != release.patched_sha256:
+        return None
+    return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
+
+
 def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:
-    """apply's whole decision, with one parse: what the file is, and the rewrite when it is eager."""
+    """apply's whole decision: what the file is, and the rewrite when it is eager. A known release
+    is settled by its hashes alone; anything else takes one libcst parse."""
     hit = by_hash(source, spec, torch_version)
     if hit is not None and hit.state != "eager":
         return hit, None
-    from patcher.transform import Refused, Rewritten, rewrite
+    if hit is not None:
+        known_edit = _known_edit(source, spec, hit)
+        if known_edit is not None:
+            return hit, known_edit
+        reason = f"patching it does not give the known patched bytes of torch {hit.release.version if hit.release else ''}"
+        return Known("unknown", None, None, reason), None
+    from patcher.outcome import Refused, Rewritten
+    from patcher.transform import rewrite
 
-    outcome = rewrite(source, spec, to="lazy", compile_check=hit is None)
+    outcome = rewrite(source, spec, to="lazy")
     if isinstance(outcome, Refused):
         return _refused(outcome, spec, torch_version), None
-    row = hit.release if hit is not None else None  # an exact release: the table says what patching gives
-    if row is not None and isinstance(outcome, Rewritten) and sha256(outcome.source) != row.patched_sha256:
-        reason = f"patching it does not give the known patched bytes of torch {row.version}"
-        return Known("unknown", None, None, reason), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
-    known = hit or by_site(site, spec, torch_version)
+    known = by_site(site, spec, torch_version)
     return known, (outcome if isinstance(outcome, Rewritten) and known.state == "eager" else None)

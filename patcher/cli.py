@@ -2,25 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shlex
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from patcher import __version__
-from patcher.errors import EXIT_CODE_HELP, ExitCode, Interrupted, LazylogError
+from patcher import __version__, commands
+from patcher.errors import EXIT_CODE_HELP, ExitCode, Interrupted
 
 if TYPE_CHECKING:
-    from patcher.locate import Target
     from patcher.report import Report
-    from patcher.spec import PatchSpec
 
 F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
@@ -53,143 +48,6 @@ def target_options(func: F) -> F:
     return func
 
 
-class Given(NamedTuple):
-    """The target options as the user gave them (or their environment variables): advice repeats them."""
-
-    python: str | None = None
-    torch_dir: str | None = None
-
-    def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
-        """The next step as a command line to run as it is (or, for a reinstall no command can
-        name, what to do instead)."""
-        if step is None:
-            return None
-        if step == "reinstall":
-            from patcher.messages import reinstall
-
-            owner = details.get("owner")
-            python = self.python or owner or (sys.executable if self.torch_dir is None else None)
-            vendor = details.get("vendor") == "yes"
-            return reinstall(shlex.quote(python) if python else None, details.get("dist_version"), vendor)
-        options = (("--python", self.python), ("--torch-dir", self.torch_dir))
-        return "torch-lazylog " + step + "".join(f" {flag} {shlex.quote(v)}" for flag, v in options if v)
-
-
-def _caught(
-    command: str, as_json: bool, verbose: bool, work: Callable[[], T], given: Given | None = None
-) -> T:
-    """Run one command; the single place where errors are caught and turned into an exit code."""
-    try:
-        return work()
-    except LazylogError as exc:
-        if verbose:
-            _traceback()
-        error = _error_report(command, exc.code, exc.message, exc.state, exc.details)
-        _finish(
-            error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff), as_json
-        )
-    except Interrupted as exc:
-        import signal
-
-        name = signal.Signals(exc.signum).name
-        code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
-        from patcher.messages import interrupted
-
-        _finish(_error_report(command, code, interrupted(name), "unknown", {}), as_json)
-    except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
-        if verbose:
-            _traceback()
-        what = (
-            f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
-        )
-        message = (
-            f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
-        )
-        _finish(_error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json)
-
-
-def _error_report(
-    command: str, code: ExitCode, message: str, state: str, details: dict[str, str | None]
-) -> Report:
-    from patcher.report import Report
-
-    return Report(
-        command,
-        state,
-        False,
-        message,
-        code,
-        torch_version=details.get("torch_version"),
-        torch_dir=details.get("torch_dir"),
-        graph_py=details.get("graph_py"),
-        undo_record=details.get("undo_record"),
-    )
-
-
-def _traceback() -> None:
-    import traceback
-
-    traceback.print_exc()
-
-
-def _render(report: Report, as_json: bool) -> tuple[str, str]:
-    """What goes to stdout and to stderr."""
-    if as_json:
-        return json.dumps(report.to_json(), indent=2) + "\n", ""
-    text = report.message
-    if report.next:
-        ours = report.next.startswith("torch-lazylog ")
-        only = "Next" if ours else "Only a reinstall of torch can fix this"
-        text += f"\n{only}: {report.next}"
-    diff = report.diff or ""
-    if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
-        return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
-    return diff + text + "\n", ""
-
-
-def _finish(report: Report, as_json: bool) -> NoReturn:
-    """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
-    A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
-    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
-    out, err = _render(report, as_json)
-    try:
-        if err:
-            sys.stderr.write(err)
-            sys.stderr.flush()
-        if out:
-            sys.stdout.write(out)
-            sys.stdout.flush()
-    except OSError as exc:
-        _silence()
-        if report.code == ExitCode.OK:
-            from patcher.messages import output_lost
-
-            with contextlib.suppress(OSError):
-                sys.stderr.write(f"torch-lazylog: error: {output_lost(exc)}.\n")
-        sys.exit(int(ExitCode.OUTPUT))
-    sys.exit(int(report.code))
-
-
-def _silence() -> None:
-    """After a write to stdout failed: point it at /dev/null so the exit itself cannot fail too."""
-    with contextlib.suppress(OSError):
-        null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
-
-
-def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
-    report = _caught(command, as_json, verbose, work, given)
-    details = {"torch_version": report.torch_version}
-    _finish(report._replace(next=given.command(report.next, details)), as_json)
-
-
-def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
-    from patcher import locate, spec
-
-    patch = spec.load()
-    return locate.locate(python, torch_dir, patch), patch
-
-
 @click.group(epilog=EXIT_CODE_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-lazylog")
 def cli() -> None:
@@ -207,14 +65,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
 
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
-
-    def work() -> Report:
-        from patcher import engine
-
-        target, patch = _target(python, torch_dir)
-        return engine.apply(target, patch, dry_run=dry_run)
-
-    _emit("apply", as_json, verbose, work, Given(python, torch_dir))
+    commands.apply(python, torch_dir, as_json, verbose, dry_run)
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -230,19 +81,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Exit 0 when the installed torch formats the implicit-fallback log lazily and graph.py, RECORD, the
     undo record and the bytecode agree; exit 1 when it formats eagerly or the patch is incomplete.
     """
-
-    def work() -> Report:
-        from patcher import engine
-
-        target, patch = _target(python, torch_dir)
-        report = engine.verify(target, patch)
-        if runtime:
-            from patcher import runtime as runtime_check
-
-            report = runtime_check.run(target, report)
-        return report
-
-    _emit("verify", as_json, verbose, work, Given(python, torch_dir))
+    commands.verify(python, torch_dir, as_json, verbose, runtime)
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -252,14 +91,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
-
-    def work() -> Report:
-        from patcher import engine
-
-        target, patch = _target(python, torch_dir)
-        return engine.revert(target, patch)
-
-    _emit("revert", as_json, verbose, work, Given(python, torch_dir))
+    commands.revert(python, torch_dir, as_json, verbose)
 
 
 @cli.command()
@@ -317,18 +149,13 @@ def fingerprint(
             diff=shown,
         )
 
-    _finish(_caught("fingerprint", as_json, False, work), as_json)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise Interrupted(signum)
+    commands.finish(commands.caught("fingerprint", as_json, False, work), as_json)
 
 
 def main() -> None:
     """The entry point: usage errors too are one JSON object when --json was asked for; SIGINT and
     SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupt)
+    commands.handle_signals()
     as_json = "--json" in sys.argv[1:]
     try:
         code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
@@ -340,12 +167,14 @@ def main() -> None:
 
         words = [w for w in sys.argv[1:] if not w.startswith("-")]
         command = words[0] if words else "torch-lazylog"
-        _finish(Report(command, "unknown", False, exc.format_message(), ExitCode(exc.exit_code)), True)
+        commands.finish(
+            Report(command, "unknown", False, exc.format_message(), ExitCode(exc.exit_code)), True
+        )
     except (click.Abort, Interrupted) as exc:  # outside a command (a prompt, the group itself)
         from patcher.report import Report
 
         interrupted = (
             ExitCode.TERMINATED if getattr(exc, "signum", 0) == signal.SIGTERM else ExitCode.INTERRUPTED
         )
-        _finish(Report("torch-lazylog", "unknown", False, "Interrupted", interrupted), as_json)
+        commands.finish(Report("torch-lazylog", "unknown", False, "Interrupted", interrupted), as_json)
     sys.exit(code if isinstance(code, int) else 0)

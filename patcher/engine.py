@@ -19,13 +19,13 @@ from patcher.errors import ExitCode, LazylogError, refused
 from patcher.facts import Reading
 from patcher.hashes import sha256
 from patcher.locate import Target
-from patcher.plan import Plan
 from patcher.report import Report
 from patcher.snapshot import Snapshot
 from patcher.spec import PatchSpec
 
 if TYPE_CHECKING:
-    from patcher.transform import Rewritten
+    from patcher.outcome import Rewritten
+    from patcher.plan import Plan
 
 
 def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:

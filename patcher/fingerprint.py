@@ -9,8 +9,9 @@ from pathlib import Path
 
 from patcher.errors import ExitCode, LazylogError, refused
 from patcher.hashes import sha256, version_key
+from patcher.outcome import Refused, Rewritten, Unchanged
 from patcher.spec import PatchSpec, Release, Releases
-from patcher.transform import Refused, Rewritten, Unchanged, rewrite, site_of
+from patcher.transform import rewrite, site_of
 
 _WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
 

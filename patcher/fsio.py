@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import os
 import signal
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from patcher.errors import LazylogError, environment
+from patcher.hashes import sha256
 
 TEMP_SUFFIX = ".torch-lazylog.tmp"
 ABSENT = "absent"  # a Write's or Remove's `was`: the destination did not exist when it was read
@@ -119,7 +119,7 @@ def _describe(exc: OSError, path: Path) -> str:
 def _now(path: Path) -> str:
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return sha256(handle.read())
     except FileNotFoundError:
         return ABSENT
 
@@ -136,8 +136,7 @@ def unchanged(step: Step) -> None:
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
     """SIGINT and SIGTERM wait while files are moved into place: the set of moves is all or none."""
-    held = {signal.SIGINT, signal.SIGTERM}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from types import ModuleType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from patcher.errors import LazylogError, environment
+
+if TYPE_CHECKING:
+    import subprocess
 
 # -c puts '' (the working directory) first, after site has run; nothing else makes a '' entry, since
 # site turns every other entry absolute. Removed before the first import that could be shadowed.
@@ -38,7 +40,6 @@ class Interpreter(NamedTuple):
     executable: str
     version: str
     cache_tag: str | None
-    magic: str
     pycache_prefix: str | None
     in_process: bool = False
     prefix: str = ""
@@ -88,6 +89,8 @@ def run_module(
     """Run one of patcher.target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
+    import subprocess  # only when a second interpreter is needed
+
     assert module.__file__ is not None
     command = [python, "-B", "-c", _LAUNCHER, module.__file__, *(args or [])]
     try:
@@ -163,7 +166,6 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
         executable=str(info["executable"] or python or sys.executable),
         version=str(info["version"]),
         cache_tag=_text(info["cache_tag"]),
-        magic=str(info["magic"]),
         pycache_prefix=_text(info["pycache_prefix"]),
         in_process=in_process(python),
         prefix=str(info.get("prefix") or ""),

@@ -22,7 +22,6 @@ UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
-_VERSION_LINE = re.compile(r"""^__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""", re.MULTILINE)
 
 
 class Target(NamedTuple):
@@ -47,11 +46,23 @@ class Target(NamedTuple):
         return f"{self.dist_info.name}/{UNDO_NAME}" if self.dist_info else None
 
 
+def _version_of(text: str) -> str | None:
+    """`__version__ = '...'` (or `__version__: str = "..."`) in torch/version.py."""
+    for line in text.splitlines():
+        name, eq, value = line.partition("=")
+        if eq and name.split(":")[0].strip() == "__version__" and line.startswith("__version__"):
+            value = value.strip()
+            end = value.find(value[:1], 1) if value[:1] in ("'", '"') else -1
+            if end > 1:
+                return value[1:end]
+    return None
+
+
 def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
     try:
-        match = _VERSION_LINE.search((torch_dir / "version.py").read_text(encoding="utf-8"))
-        if match:
-            return match[1]
+        found = _version_of((torch_dir / "version.py").read_text(encoding="utf-8"))
+        if found:
+            return found
     except (OSError, UnicodeDecodeError):
         pass
     if dist_info is not None:

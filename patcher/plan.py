@@ -23,7 +23,7 @@ from patcher.state import Action
 from patcher.undo import FileChange, FileState, UndoRecord
 
 if TYPE_CHECKING:
-    from patcher.transform import Rewritten
+    from patcher.outcome import Rewritten
 
 Step = fsio.Step | Rebuild
 

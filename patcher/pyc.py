@@ -7,10 +7,7 @@ A pyc for another interpreter's cache tag is removed: Python rebuilds it from so
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-import re
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -18,7 +15,17 @@ from patcher.interpreter import Interpreter, output, run_module
 from patcher.report import JsonValue
 
 Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
-_NAME = re.compile(r"^(?P<stem>[^.]+)\.(?P<tag>[^.]+)(?:\.opt-(?P<opt>\d+))?\.pyc$")
+
+
+def _named(name: str, stem: str) -> tuple[str, int] | None:
+    """(cache tag, optimisation level) of `stem.TAG[.opt-N].pyc`, as importlib names pycs."""
+    parts = name.split(".")
+    if parts[0] != stem or parts[-1] != "pyc" or len(parts) not in (3, 4) or not parts[1]:
+        return None
+    if len(parts) == 3:
+        return parts[1], 0
+    level = parts[2].removeprefix("opt-")
+    return (parts[1], int(level)) if parts[2].startswith("opt-") and level.isdigit() else None
 
 
 class Pyc(NamedTuple):
@@ -77,10 +84,9 @@ def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:
         except OSError:
             continue
         for name in names:
-            match = _NAME.match(name)
-            if match is not None and match["stem"] == stem:
-                item = _read(directory / name, match["tag"], int(match["opt"] or 0))
-                found += [item] if item else []
+            named = _named(name, stem)
+            item = _read(directory / name, *named) if named else None
+            found += [item] if item else []
     return found
 
 
@@ -88,6 +94,9 @@ def compile_for(
     interpreter: Interpreter, pycs: list[Pyc], source: bytes, dfile: Path, mtime_ns: int
 ) -> tuple[list[bytes], str]:
     """New bytes for each pyc (all of the interpreter's tag), and the source hash it computes."""
+    import base64  # only when bytecode is written
+    import json
+
     from patcher.target import bytecode
 
     request: dict[str, object] = {

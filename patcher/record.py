@@ -7,14 +7,19 @@ RECORD has tens of thousands of rows, and this runs on every command).
 
 from __future__ import annotations
 
-import base64
-import csv
-import hashlib
-import io
+import binascii
 from typing import Literal, NamedTuple
 
 from patcher.errors import damaged
+from patcher.hashes import sha256_digest
 
+# hashlib.algorithms_guaranteed but the shakes (whose digest needs a length no RECORD row gives),
+# spelled out so that reading RECORD needs no hashlib
+GUARANTEED = frozenset(
+    {"md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s"}
+    | {"sha3_224", "sha3_256", "sha3_384", "sha3_512"}
+)
+_URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64's urlsafe alphabet, without importing base64
 RowFit = Literal["absent", "current", "unhashed", "missing", "duplicate", "other"]
 
 
@@ -28,17 +33,29 @@ class Row(NamedTuple):
 
 def _fields(line: bytes) -> list[str]:
     try:
-        return next(csv.reader([line.decode("utf-8").rstrip("\r\n")]), [])
+        text = line.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
+    if '"' not in text:
+        return text.split(",")  # a row without quoting: what csv would read
+    import csv  # a quoted row (a path with a comma or a quote)
+
+    try:
+        return next(csv.reader([text]), [])
     except csv.Error as exc:
         raise damaged(f"it has a malformed row ({exc})") from exc
 
 
-def rows(record: bytes, path: str) -> list[Row]:
-    """The rows of a RECORD that name `path`, with byte offsets: the one way this tool reads RECORD."""
+def check(record: bytes) -> None:
+    """The whole of RECORD is UTF-8 (checked once, when it is read)."""
     try:
         record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
+
+
+def rows(record: bytes, path: str) -> list[Row]:
+    """The rows of a RECORD that name `path`, with byte offsets: the one way this tool reads RECORD."""
     key = path.encode("utf-8")
     found: list[Row] = []
     at = record.find(key)
@@ -55,14 +72,20 @@ def rows(record: bytes, path: str) -> list[Row]:
 
 
 def hash_field(algorithm: str, data: bytes) -> str:
-    digest = hashlib.new(algorithm, data).digest()
-    return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+    if algorithm == "sha256":
+        digest = sha256_digest(data)
+    else:
+        import hashlib  # another algorithm the spec allows
+
+        digest = hashlib.new(algorithm, data).digest()
+    encoded = binascii.b2a_base64(digest, newline=False)
+    return f"{algorithm}=" + encoded.translate(_URLSAFE).rstrip(b"=").decode("ascii")
 
 
 def describes(field: str, data: bytes) -> bool:
     """Whether a row's hash field names these bytes (an unknown algorithm names nothing)."""
     algorithm, _, _ = field.partition("=")
-    if algorithm not in hashlib.algorithms_guaranteed:
+    if algorithm not in GUARANTEED:
         return False
     return field == hash_field(algorithm, data)
 
@@ -86,6 +109,9 @@ def names(record: bytes | None, path: str, data: bytes) -> bool:
 
 
 def _row(*fields: str) -> bytes:
+    import csv
+    import io
+
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow(fields)
     return out.getvalue().encode("utf-8")

@@ -73,6 +73,9 @@ def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
         return None, None
     except OSError as exc:
         raise environment(f"Could not read {target.record_file}: {exc.strerror}") from exc
+    from patcher import record
+
+    record.check(data)
     return data, FileStat.of(st)
 
 

@@ -12,42 +12,14 @@ from __future__ import annotations
 
 import ast
 import warnings
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import libcst as cst
 
 from patcher.canonical import Uncovered, canonical, digest
-from patcher.edits import Edit, line_edit
+from patcher.edits import line_edit
+from patcher.outcome import Form, Outcome, Refused, Rewritten, Site, Unchanged
 from patcher.spec import PatchSpec
-
-Form = Literal["eager", "lazy"]
-
-
-class Site(NamedTuple):
-    form: Form
-    fingerprint: str
-    code: str  # the branch's test and body, for messages and diffs
-
-
-class Rewritten(NamedTuple):
-    source: bytes
-    edit: Edit
-    before: Site
-
-
-class Unchanged(NamedTuple):
-    """The site is already in the requested form."""
-
-    site: Site
-
-
-class Refused(NamedTuple):
-    reason: str
-    branch: str | None = None  # the enclosing branch's code, when there is one: for a diff
-    form: Form = "eager"
-
-
-Outcome = Rewritten | Unchanged | Refused
 
 
 class _Found(NamedTuple):

@@ -6,7 +6,6 @@ It is a claim, never proof: patcher.facts decides whether it describes the bytes
 from __future__ import annotations
 
 import json
-import re
 from typing import NamedTuple
 
 from patcher.edits import Edit
@@ -14,7 +13,7 @@ from patcher.report import JsonValue
 
 UNDO_VERSION = 1
 TOOL = "torch-lazylog"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_HEX = frozenset("0123456789abcdef")
 
 
 class FileState(NamedTuple):
@@ -29,7 +28,7 @@ class FileState(NamedTuple):
         if not isinstance(data, dict):
             raise ValueError("file state is not an object")
         sha, size = data.get("sha256"), data.get("size")
-        if not isinstance(sha, str) or not _SHA256.match(sha):
+        if not isinstance(sha, str) or len(sha) != 64 or not _HEX.issuperset(sha):
             raise ValueError("sha256 is not 64 lowercase hex digits")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise ValueError("size is not a non-negative integer")

@@ -65,7 +65,7 @@ def _record(graph: bytes, *extra: str) -> bytes:
 
 def _target() -> Target:
     site = Path("/nonexistent/site-packages")
-    python = Interpreter("/nonexistent/python", "3.11.0", "cpython-311", "", None, True)
+    python = Interpreter("/nonexistent/python", "3.11.0", "cpython-311", None, True)
     dist = site / "torch-9.0.0.dist-info"
     return Target(
         python, site / "torch", site / "torch/_inductor/graph.py", dist, dist / "torch_lazylog.json", "9.0.0"
@@ -218,3 +218,20 @@ def test_verify_never_fails_a_lazy_state_and_never_passes_an_eager_one() -> None
             assert rule.code == ExitCode.REFUSED
         else:
             assert (rule.code == ExitCode.OK) == (name in state.LAZY), name
+
+
+def test_record_rows_in_every_form_the_spec_allows() -> None:
+    import hashlib
+
+    assert hashlib.algorithms_guaranteed - record.GUARANTEED == {"shake_128", "shake_256"}
+    data = b"graph\n"
+    for algorithm in sorted(record.GUARANTEED):
+        field = record.hash_field(algorithm, data)
+        assert field.startswith(f"{algorithm}=") and record.describes(field, data)
+        assert not record.describes(field, data + b"x")
+        assert record.fit(f"{ROW},{field},\n".encode(), ROW, data) == "current"  # an empty size
+    quoted = f'"{ROW}","{record.hash_field("sha256", data)}","{len(data)}"\r\n'.encode()
+    assert record.fit(quoted, ROW, data) == "current"
+    assert record.fit(f"{ROW},,\n".encode(), ROW, data) == "unhashed"
+    moved = record.pointed(f"{ROW},{record.hash_field('sha512', b'old')},3\n".encode(), ROW, data)
+    assert moved == f"{ROW},{record.hash_field('sha512', data)},{len(data)}\n".encode()  # its algorithm kept

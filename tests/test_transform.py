@@ -6,7 +6,8 @@ import pytest
 
 from patcher import spec as spec_module
 from patcher.edits import line_edit
-from patcher.transform import Refused, Rewritten, Unchanged, rewrite, site_of
+from patcher.outcome import Refused, Rewritten, Unchanged
+from patcher.transform import rewrite, site_of
 
 SPEC = spec_module.load()
 

@@ -8,7 +8,6 @@ started, not to the environment, and here the program is torch-lazylog.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -19,7 +18,6 @@ class Info(TypedDict):
     executable: str
     version: str
     cache_tag: str | None
-    magic: str
     pycache_prefix: str | None
     prefix: str
     path: list[str]
@@ -43,6 +41,8 @@ def path_entry(torch_dir: str, path: list[str]) -> str | None:
 
 
 def _find_torch(path: list[str], found: Info) -> None:
+    import importlib.util  # only to find torch
+
     saved = sys.path[:]
     sys.path[:] = path
     try:
@@ -65,7 +65,6 @@ def info(find_torch: bool, path: list[str] | None = None) -> Info:
         "executable": sys.executable,
         "version": "{}.{}.{}".format(*sys.version_info[:3]),
         "cache_tag": sys.implementation.cache_tag,
-        "magic": importlib.util.MAGIC_NUMBER.hex(),
         "pycache_prefix": sys.pycache_prefix,
         "prefix": sys.prefix,
         "path": search,

@@ -1,0 +1,210 @@
+"""The commands as plain functions of typed values: the one place a result is printed and errors
+are caught. The click layer (patcher.cli) and the entry point's fast path (patcher.entry) both call
+these; neither imports the other's dependencies (click costs more than verify itself).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeVar
+
+from patcher.errors import ExitCode, Interrupted, LazylogError
+
+if TYPE_CHECKING:
+    from patcher.locate import Target
+    from patcher.report import Report
+    from patcher.spec import PatchSpec
+
+T = TypeVar("T")
+
+
+def _quote(word: str) -> str:
+    import shlex  # only for advice
+
+    return shlex.quote(word)
+
+
+class Given(NamedTuple):
+    """The target options as the user gave them (or their environment variables): advice repeats them."""
+
+    python: str | None = None
+    torch_dir: str | None = None
+
+    def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
+        """The next step as a command line to run as it is (or, for a reinstall no command can
+        name, what to do instead)."""
+        if step is None:
+            return None
+        if step == "reinstall":
+            from patcher.messages import reinstall
+
+            owner = details.get("owner")
+            python = self.python or owner or (sys.executable if self.torch_dir is None else None)
+            vendor = details.get("vendor") == "yes"
+            return reinstall(_quote(python) if python else None, details.get("dist_version"), vendor)
+        options = (("--python", self.python), ("--torch-dir", self.torch_dir))
+        return "torch-lazylog " + step + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
+
+
+def caught(
+    command: str, as_json: bool, verbose: bool, work: Callable[[], T], given: Given | None = None
+) -> T:
+    """Run one command; the single place where errors are caught and turned into an exit code."""
+    try:
+        return work()
+    except LazylogError as exc:
+        if verbose:
+            _traceback()
+        error = error_report(command, exc.code, exc.message, exc.state, exc.details)
+        finish(error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff), as_json)
+    except Interrupted as exc:
+        import signal
+
+        name = signal.Signals(exc.signum).name
+        code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
+        from patcher.messages import interrupted
+
+        finish(error_report(command, code, interrupted(name), "unknown", {}), as_json)
+    except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
+        if verbose:
+            _traceback()
+        what = (
+            f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
+        )
+        message = (
+            f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
+        )
+        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json)
+
+
+def error_report(
+    command: str, code: ExitCode, message: str, state: str, details: dict[str, str | None]
+) -> Report:
+    from patcher.report import Report
+
+    return Report(
+        command,
+        state,
+        False,
+        message,
+        code,
+        torch_version=details.get("torch_version"),
+        torch_dir=details.get("torch_dir"),
+        graph_py=details.get("graph_py"),
+        undo_record=details.get("undo_record"),
+    )
+
+
+def _traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
+
+
+def _render(report: Report, as_json: bool) -> tuple[str, str]:
+    """What goes to stdout and to stderr."""
+    if as_json:
+        return json.dumps(report.to_json(), indent=2) + "\n", ""
+    text = report.message
+    if report.next:
+        ours = report.next.startswith("torch-lazylog ")
+        only = "Next" if ours else "Only a reinstall of torch can fix this"
+        text += f"\n{only}: {report.next}"
+    diff = report.diff or ""
+    if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
+        return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
+    return diff + text + "\n", ""
+
+
+def finish(report: Report, as_json: bool) -> NoReturn:
+    """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
+    A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
+    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
+    out, err = _render(report, as_json)
+    try:
+        if err:
+            sys.stderr.write(err)
+            sys.stderr.flush()
+        if out:
+            sys.stdout.write(out)
+            sys.stdout.flush()
+    except OSError as exc:
+        _silence()
+        if report.code == ExitCode.OK:
+            from patcher.messages import output_lost
+
+            with contextlib.suppress(OSError):
+                sys.stderr.write(f"torch-lazylog: error: {output_lost(exc)}.\n")
+        sys.exit(int(ExitCode.OUTPUT))
+    sys.exit(int(report.code))
+
+
+def _silence() -> None:
+    """After a write to stdout failed: point it at /dev/null so the exit itself cannot fail too."""
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
+    report = caught(command, as_json, verbose, work, given)
+    details = {"torch_version": report.torch_version}
+    finish(report._replace(next=given.command(report.next, details)), as_json)
+
+
+def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
+    from patcher import locate, spec
+
+    patch = spec.load()
+    return locate.locate(python, torch_dir, patch), patch
+
+
+def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> NoReturn:
+    def work() -> Report:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        return engine.apply(target, patch, dry_run=dry_run)
+
+    _emit("apply", as_json, verbose, work, Given(python, torch_dir))
+
+
+def verify(
+    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool
+) -> NoReturn:
+    def work() -> Report:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        report = engine.verify(target, patch)
+        if runtime:
+            from patcher import runtime as runtime_check
+
+            report = runtime_check.run(target, report)
+        return report
+
+    _emit("verify", as_json, verbose, work, Given(python, torch_dir))
+
+
+def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> NoReturn:
+    def work() -> Report:
+        from patcher import engine
+
+        target, patch = _target(python, torch_dir)
+        return engine.revert(target, patch)
+
+    _emit("revert", as_json, verbose, work, Given(python, torch_dir))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
+def handle_signals() -> None:
+    """SIGINT and SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)

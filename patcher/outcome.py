@@ -1,0 +1,36 @@
+"""What the rewrite of graph.py can give: plain data, importable without libcst."""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from patcher.edits import Edit
+
+Form = Literal["eager", "lazy"]
+
+
+class Site(NamedTuple):
+    form: Form
+    fingerprint: str
+    code: str  # the branch's test and body, for messages and diffs
+
+
+class Rewritten(NamedTuple):
+    source: bytes
+    edit: Edit
+    before: Site
+
+
+class Unchanged(NamedTuple):
+    """The site is already in the requested form."""
+
+    site: Site
+
+
+class Refused(NamedTuple):
+    reason: str
+    branch: str | None = None  # the enclosing branch's code, when there is one: for a diff
+    form: Form = "eager"
+
+
+Outcome = Rewritten | Unchanged | Refused
