@@ -7,6 +7,7 @@ hashing it does (a few hundred kB). The digests are the same.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,14 +28,16 @@ def _builtin_sha256() -> Callable[[bytes], Any]:
 _SHA256 = _builtin_sha256()
 
 
+@functools.lru_cache(maxsize=16)
 def sha256_digest(data: bytes) -> bytes:
+    """Each file's bytes are hashed once per command, however many facts ask (bytes cache their
+    own hash, so the lookup is cheap after the first)."""
     digest: bytes = _SHA256(data).digest()
     return digest
 
 
 def sha256(data: bytes) -> str:
-    text: str = _SHA256(data).hexdigest()
-    return text
+    return sha256_digest(data).hex()
 
 
 def version_key(version: str) -> tuple[int, ...]:
