@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import signal
 import sys
 from collections.abc import Callable
@@ -116,38 +115,13 @@ def fingerprint(
     Fingerprints graph.py of real torch wheels into the patch definition's releases table.
     """
     from patcher import fingerprint as fp
-    from patcher import fsio, spec
-    from patcher.report import Report
 
     def work() -> Report:
-        patch = spec.load()
-        releases = fp.build_releases((fp.graph_from_wheel(w, patch) for w in wheels), patch)
-        text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
-        if check:
-            shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
-            if shipped != text:
-                message = "The shipped releases table differs from the one these wheels give"
-                return Report("fingerprint", "unknown", False, message, ExitCode.EAGER)
-            return Report(
-                "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
-            )
-        if output is not None:
-            fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
-            return Report(
-                "fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"
-            )
-        shown = fp.releases_table(releases) if markdown else text
-        if not as_json:
+        report, shown = fp.command(list(wheels), output, check, markdown)
+        if shown is not None and not as_json:
             click.echo(shown, nl=False)
             sys.exit(0)
-        versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
-        return Report(
-            "fingerprint",
-            "unknown",
-            False,
-            f"Fingerprinted {len(releases.rows)} release(s): {versions}",
-            diff=shown,
-        )
+        return report
 
     commands.finish(commands.caught("fingerprint", as_json, False, work), as_json)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import zipfile
 from collections.abc import Iterable
@@ -10,6 +11,7 @@ from pathlib import Path
 from patcher.errors import ExitCode, LazylogError, refused
 from patcher.hashes import sha256, version_key
 from patcher.outcome import Refused, Rewritten, Unchanged
+from patcher.report import Report
 from patcher.spec import PatchSpec, Release, Releases
 from patcher.transform import rewrite, site_of
 
@@ -82,3 +84,33 @@ def releases_table(releases: Releases) -> str:
         else:
             lines.append(f"| {row.version} | natively lazy | nothing | `{row.sha256[:16]}` |")
     return "\n".join(lines) + "\n"
+
+
+def command(
+    wheels: list[Path], output: Path | None, check: bool, markdown: bool
+) -> tuple[Report, str | None]:
+    """The `fingerprint` command: its report, and the table to print when neither --check nor
+    --output was given (as text; with --json the report carries it in `diff`)."""
+    from patcher import fsio, spec
+    from patcher.errors import ExitCode
+
+    patch = spec.load()
+    releases = build_releases((graph_from_wheel(w, patch) for w in wheels), patch)
+    text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+    if check:
+        shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        if shipped != text:
+            message = "The shipped releases table differs from the one these wheels give"
+            return Report("fingerprint", "unknown", False, message, ExitCode.EAGER), None
+        return Report(
+            "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
+        ), None
+    if output is not None:
+        fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
+        return Report(
+            "fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"
+        ), None
+    shown = releases_table(releases) if markdown else text
+    versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
+    message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
+    return Report("fingerprint", "unknown", False, message, diff=shown), shown

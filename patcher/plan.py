@@ -164,41 +164,39 @@ def build(
     match: str | None = reading.known.match
     if snap.undo is not None and reading.facts.fit == "after":
         release, match = snap.undo.release, snap.undo.match
-    stat = snap.graph_stat
     kept = snap.undo.graph if snap.undo else None
-    end = End(snap.graph, False, kept, False, stat.mode, stat.mtime_ns, release, match)
+    end = End(snap.graph, False, kept, False, snap.graph_stat.mode, snap.graph_stat.mtime_ns, release, match)
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
     record_steps, record_change = _record_steps(
         target, snap, spec, end, reading.facts.fit in ("after", "before")
     )
-    steps: list[Step] = []
-    if end.undo is not None and (end.undo_changed or record_change is not None):
-        undo = UndoRecord(spec.id, end.release or "unknown", end.match or "site", end.undo, record_change)
-        steps.append(
-            fsio.Write(
-                target.undo_path, undo.to_bytes(), *_undo_owner(snap), label="undo", was=_was(snap.undo_raw)
-            )
-        )
-    if end.graph_changed:
-        steps.append(
-            fsio.Write(
-                target.graph,
-                end.graph,
-                end.mode,
-                stat.uid,
-                stat.gid,
-                end.mtime_ns,
-                "graph",
-                sha256(snap.graph),
-            )
-        )
-    steps += _pycs(target, snap, end) + record_steps
+    steps = _steps(target, spec, snap, end, record_change) + _pycs(target, snap, end) + record_steps
     if end.undo is None and end.undo_changed:
         steps.append(fsio.Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
     return Plan(
         tuple(steps), end.graph if end.graph_changed else None, _writable(target, snap) if steps else ()
     )
+
+
+def _steps(
+    target: Target, spec: PatchSpec, snap: Snapshot, end: End, record_change: FileChange | None
+) -> list[Step]:
+    """The undo record (first: it must exist before graph.py changes) and graph.py."""
+    steps: list[Step] = []
+    if end.undo is not None and (end.undo_changed or record_change is not None):
+        undo = UndoRecord(spec.id, end.release or "unknown", end.match or "site", end.undo, record_change)
+        owner = _undo_owner(snap)
+        steps.append(
+            fsio.Write(target.undo_path, undo.to_bytes(), *owner, label="undo", was=_was(snap.undo_raw))
+        )
+    if end.graph_changed:
+        stat = snap.graph_stat
+        was = sha256(snap.graph)
+        steps.append(
+            fsio.Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", was)
+        )
+    return steps
 
 
 def _was(data: bytes | None) -> str:

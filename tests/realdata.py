@@ -53,7 +53,7 @@ def cache_lock(name: str) -> Iterator[None]:
         yield
 
 
-def _pip_env() -> dict[str, str]:
+def pip_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PIP_CONSTRAINT"] = os.devnull  # this machine caps torch below 2.15; the wheels are data here
     env.pop("PIP_REQUIRE_VIRTUALENV", None)
@@ -63,7 +63,7 @@ def _pip_env() -> dict[str, str]:
 def pip(args: list[str], what: str, python: str | Path = sys.executable) -> None:
     """Every download of real data goes through here: a failure is one sentence naming `what`."""
     done = subprocess.run(
-        [str(python), "-m", "pip", *args], capture_output=True, text=True, env=_pip_env(), check=False
+        [str(python), "-m", "pip", *args], capture_output=True, text=True, env=pip_env(), check=False
     )
     if done.returncode != 0:
         lines = [line.strip() for line in done.stderr.splitlines() if line.strip().startswith("ERROR")]

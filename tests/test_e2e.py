@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -210,3 +211,31 @@ def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
     missing = _probe_under_coverage(bare / "bin" / "python", params, tmp_path)
     assert missing["error"].startswith("import torch failed"), missing
+
+
+def test_the_reinstall_advice_resolves_on_the_index() -> None:
+    """Where only a reinstall helps (graph.py edited after apply), the printed command names the
+    distribution's own version (METADATA: 2.10.0, not version.py's 2.10.0+cu128) and the venv's
+    interpreter, and pip resolves it: its --dry-run exits 0."""
+    venv = _venv("2.10.0")
+    graph = _graph(venv)
+    original = graph.read_bytes()
+    try:
+        assert _tool(venv, "apply")[0] == 0
+        patched = graph.read_bytes()
+        graph.write_bytes(patched + b"# edited after apply\n")
+        code, report = _tool(venv, "revert")
+        assert code == 3 and report["state"] == "edited", report
+        advice = report["next"]
+        assert advice == f"{venv / 'bin' / 'python'} -m pip install --force-reinstall --no-deps torch==2.10.0"
+        done = subprocess.run(
+            [*shlex.split(advice), "--dry-run", "--quiet"],
+            capture_output=True,
+            text=True,
+            env=realdata.pip_env(),
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        graph.write_bytes(patched)
+    finally:
+        assert _tool(venv, "revert")[0] == 0
+        assert graph.read_bytes() == original

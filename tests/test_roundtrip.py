@@ -136,3 +136,34 @@ def test_the_diff_is_what_difflib_says(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{name}", f"b/{name}"
     )
     assert report["diff"] == "".join(expected)
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [b"\x0c", b"\x1c", "\u0085".encode(), "\u2028".encode()],
+    ids=["form-feed", "file-separator", "next-line", "line-separator"],
+)
+def test_the_dry_run_diff_applies_as_patch_reads_it(
+    odd: bytes, release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path
+) -> None:
+    """Lines are split on \\n only, as patch and git apply split them, whatever else a line holds."""
+    import shutil
+    import subprocess
+
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    source = graph.read_bytes()
+    at = source.index(b"error.operator_str(target, args, kwargs)")
+    line_start = source.rindex(b"\n", 0, source.rindex(b"\n", 0, at)) + 1  # the line above the site's
+    graph.write_bytes(source[:line_start] + b"# odd" + odd + b"byte\n" + source[line_start:])
+    copy = tmp_path / "copy"
+    shutil.copytree(torch_dir.parent, copy)
+    dry = run("apply", "--dry-run", "--json", "--torch-dir", str(torch_dir))
+    assert dry.exit_code == 0, dry.output
+    diff = json.loads(dry.stdout)["diff"]
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    done = subprocess.run(
+        ["git", "apply", "-p1", "--unsafe-paths", "-"], input=diff.encode(), cwd=copy, capture_output=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert (copy / "torch/_inductor/graph.py").read_bytes() == graph.read_bytes()

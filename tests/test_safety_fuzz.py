@@ -8,7 +8,9 @@ FUZZ_LONG_CASES (the README's Safety table gives both).
 
 from __future__ import annotations
 
+import ast
 import functools
+import warnings
 
 import pytest
 from hypothesis import event, given, settings
@@ -83,12 +85,52 @@ def _one_replacement(source: bytes, result: bytes) -> bool:
     return False
 
 
+def _method(tree: ast.Module) -> ast.FunctionDef | None:
+    """GraphLowering.call_function, when the module has exactly one of each."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "GraphLowering"]
+    methods = [
+        n for c in classes for n in c.body if isinstance(n, ast.FunctionDef) and n.name == "call_function"
+    ]
+    return methods[0] if len(classes) == 1 and len(methods) == 1 else None
+
+
+def _imports_lazystring(tree: ast.Module) -> bool:
+    return any(
+        isinstance(n, ast.ImportFrom)
+        and n.module == "torch._logging"
+        and n.level == 0
+        and any(a.name == "LazyString" and a.asname is None for a in n.names)
+        for n in tree.body
+    )
+
+
+def _must_patch(original: bytes, source: bytes) -> bool:
+    """Decided apart from the tool (ast, not libcst): the mutation left GraphLowering.call_function
+    the same code (whitespace and comments aside), the LazyString import and the argument's single
+    occurrence in place, and the file valid UTF-8 Python. Such a file is the release with edits
+    elsewhere: refusing it would be over-refusal."""
+    if source.count(EAGER) != 1 or LAZY in source or not _compiles(source):
+        return False
+    try:
+        source.decode("utf-8")  # the releases' encoding (no coding cookie); CPython skips bad bytes
+    except UnicodeDecodeError:  # in comments, a parser that reads the declared encoding does not
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        before, after = ast.parse(original), ast.parse(source)
+    old, new = _method(before), _method(after)
+    if old is None or new is None or not _imports_lazystring(after):
+        return False
+    return ast.dump(old) == ast.dump(new)
+
+
 def _check(case: tuple[str, bytes, bytes]) -> None:
-    version, _, source = case
+    version, original, source = case
     known, rewritten = decide(source, SPEC, version)
     event(f"outcome: {'patched' if rewritten else 'refused' if known.state == 'unknown' else known.state}")
     if rewritten is None:
         assert known.state in ("unknown", "native", "patched")
+        assert not _must_patch(original, source), f"refused a file that must be patched: {known.reason}"
         return
     assert known.state == "eager" and known.release is not None
     assert _one_replacement(source, rewritten.source), "the rewrite changed more than the one argument"
@@ -106,6 +148,14 @@ def test_mutations_are_patched_exactly_or_refused(case: tuple[str, bytes, bytes]
 @given(mutated())
 def test_mutations_long_run(case: tuple[str, bytes, bytes]) -> None:
     _check(case)
+
+
+def test_the_oracle_demands_a_patch_for_edits_outside_the_method() -> None:
+    """The over-refusal oracle is not vacuous: an edit outside the method must be patched."""
+    _, source = _sources()[7]
+    lines = source.splitlines(keepends=True)
+    assert _must_patch(source, b"".join([*lines[:5], b"# vendor comment\n", *lines[5:]]))
+    assert not _must_patch(source, source.replace(EAGER, b"error.operator_str(target, args)"))
 
 
 def test_the_fuzzer_reaches_both_outcomes() -> None:
