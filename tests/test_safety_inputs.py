@@ -411,3 +411,74 @@ def test_a_file_swapped_in_during_apply_is_not_overwritten(release: Callable[[st
     assert graph.read_bytes() == faults.SWAPPED  # the other installer's file, kept
     assert (_dist_info(torch_dir) / "RECORD").read_bytes() == record
     assert not _undo(torch_dir).exists() and not list(torch_dir.parent.rglob("*.torch-lazylog.tmp"))
+
+
+def test_a_pristine_release_beside_a_record_that_agrees_with_it_is_eager(
+    release: Callable[[str], Path], run: Callable[..., Result], tmp_path: Path
+) -> None:
+    """The record claims graph.py is what apply made, with hashes that agree with the pristine file:
+    the bytes are a known eager release, so verify says eager and revert writes no graph.py."""
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    pristine = graph.read_bytes()
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    record = json.loads(_undo(torch_dir).read_text())
+    record["graph"]["after"] = {"sha256": sha256(pristine), "size": len(pristine)}
+    record["graph"]["edit"] = {"offset": 0, "old": "", "new": ""}
+    _undo(torch_dir).write_text(json.dumps(record))
+    graph.write_bytes(pristine)
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(verify.stdout)
+    assert (verify.exit_code, report["state"]) == (1, "untrusted-eager"), report
+    assert "eagerly" in report["message"]
+    assert run("revert", "--torch-dir", str(torch_dir)).exit_code == 0
+    assert graph.read_bytes() == pristine and not _undo(torch_dir).exists()
+
+
+def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """A vendor 2.10 with the fix cherry-picked (the lazy call at the site, an edit elsewhere,
+    RECORD naming those bytes, no undo record): natively lazy, nothing written by any command."""
+    from patcher.record import pointed
+
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    vendor = b"# vendor build\n" + graph.read_bytes().replace(
+        b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),"
+    )
+    graph.write_bytes(vendor)
+    record = _dist_info(torch_dir) / "RECORD"
+    record.write_bytes(pointed(record.read_bytes(), "torch/_inductor/graph.py", vendor))
+    before = snapshot(torch_dir.parent)
+    for command in ("verify", "apply", "revert", "verify"):
+        result = run(command, "--torch-dir", str(torch_dir), "--json")
+        report = json.loads(result.stdout)
+        assert (result.exit_code, report["state"], report["changed"]) == (0, "ships-lazy", False), report
+    assert snapshot(torch_dir.parent) == before
+
+
+@pytest.mark.parametrize("change", ["crlf-to-lf", "row-between"])
+def test_revert_leaves_record_true_after_record_changed(
+    change: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    from patcher.record import names, rows
+
+    torch_dir = release("2.10.0")
+    pristine = (torch_dir / "_inductor" / "graph.py").read_bytes()
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    record = _dist_info(torch_dir) / "RECORD"
+    data = record.read_bytes()
+    undo_row = f"{_dist_info(torch_dir).name}/torch_lazylog.json"
+    if change == "crlf-to-lf":
+        data = data.replace(b"\r\n", b"\n")
+    else:
+        data = data.replace(f"\r\n{undo_row},,".encode(), f"\r\ntorch/other.py,,\r\n{undo_row},,".encode())
+    assert data != record.read_bytes()
+    record.write_bytes(data)
+    result = run("revert", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 0, result.output
+    restored = record.read_bytes()
+    assert names(restored, "torch/_inductor/graph.py", pristine) and not rows(restored, undo_row)
+    verify = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert json.loads(verify.stdout)["problems"] == []
