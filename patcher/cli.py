@@ -126,29 +126,31 @@ def fingerprint(
     commands.finish(commands.caught("fingerprint", as_json, False, work), as_json)
 
 
+def _command_word() -> str:
+    words = [w for w in sys.argv[1:] if not w.startswith("-")]
+    return words[0] if words and words[0] in cli.commands else "torch-lazylog"
+
+
 def main() -> None:
     """The entry point: usage errors too are one JSON object when --json was asked for; SIGINT and
     SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
     commands.handle_signals()
     as_json = "--json" in sys.argv[1:]
+    from patcher.report import Report
+
     try:
         code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
     except click.ClickException as exc:
         if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
-        from patcher.report import Report
+        error = Report(_command_word(), "unknown", False, exc.format_message(), ExitCode(exc.exit_code))
+        commands.finish(error, True)
+    except (click.Abort, Interrupted) as exc:  # outside a command's own handling
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        interrupted = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+        from patcher.messages import interrupted as sentence
 
-        words = [w for w in sys.argv[1:] if not w.startswith("-")]
-        command = words[0] if words else "torch-lazylog"
-        commands.finish(
-            Report(command, "unknown", False, exc.format_message(), ExitCode(exc.exit_code)), True
-        )
-    except (click.Abort, Interrupted) as exc:  # outside a command (a prompt, the group itself)
-        from patcher.report import Report
-
-        interrupted = (
-            ExitCode.TERMINATED if getattr(exc, "signum", 0) == signal.SIGTERM else ExitCode.INTERRUPTED
-        )
-        commands.finish(Report("torch-lazylog", "unknown", False, "Interrupted", interrupted), as_json)
+        text = sentence(signal.Signals(signum).name)
+        commands.finish(Report(_command_word(), "unknown", False, text, interrupted), as_json)
     sys.exit(code if isinstance(code, int) else 0)

@@ -6,12 +6,13 @@ these; neither imports the other's dependencies (click costs more than verify it
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
 from patcher.errors import ExitCode, Interrupted, LazylogError
 
@@ -128,25 +129,33 @@ def finish(report: Report, as_json: bool) -> NoReturn:
     out, err = _render(report, as_json)
     try:
         if err:
-            sys.stderr.write(err)
-            sys.stderr.flush()
+            _write(sys.stderr, err)
         if out:
-            sys.stdout.write(out)
-            sys.stdout.flush()
+            _write(sys.stdout, out)
+    except Interrupted as exc:  # while printing (a blocked pipe): the code still says so
+        interrupted_exit(exc)
     except OSError as exc:
         _silence()
         if report.code == ExitCode.OK:
             from patcher.messages import output_lost
 
             with contextlib.suppress(OSError):
-                sys.stderr.write(f"torch-lazylog: error: {output_lost(exc)}.\n")
+                _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc)}.\n")
         sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
 
 
+def _write(stream: TextIO | None, text: str) -> None:
+    """A stream Python started without (the shell closed it: `>&-`) is a stream that failed."""
+    if stream is None:
+        raise OSError(errno.EBADF, "the stream is closed")
+    stream.write(text)
+    stream.flush()
+
+
 def _silence() -> None:
     """After a write to stdout failed: point it at /dev/null so the exit itself cannot fail too."""
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError, AttributeError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
@@ -202,6 +211,10 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
 def _interrupt(signum: int, frame: object) -> None:
     raise Interrupted(signum)
+
+
+def interrupted_exit(exc: Interrupted) -> NoReturn:
+    sys.exit(int(ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.INTERRUPTED))
 
 
 def handle_signals() -> None:

@@ -54,7 +54,7 @@ def _read(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Readi
         known, rewritten = classify.decide(snap.graph, spec, target.torch_version)
     else:
         known = classify.classify(snap.graph, spec, target.torch_version)
-    return snap, facts.read(snap, spec, known, target.undo_row_path()), rewritten
+    return snap, facts.read(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
 def _refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+from types import ModuleType
 
 _VALUED = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
 _FLAGS = {"--json": "json", "-v": "verbose", "--verbose": "verbose"}
@@ -55,8 +56,16 @@ def main() -> None:
         click_main()
         return
     from patcher import commands
+    from patcher.errors import Interrupted
 
     commands.handle_signals()
+    try:
+        _run(commands, options)
+    except Interrupted as exc:  # anywhere outside a command's own handling
+        commands.interrupted_exit(exc)
+
+
+def _run(commands: ModuleType, options: dict[str, str | bool | None]) -> None:
     python, torch_dir = options["--python"], options["--torch-dir"]
     assert not isinstance(python, bool) and not isinstance(torch_dir, bool)
     as_json, verbose = bool(options["json"]), bool(options["verbose"])

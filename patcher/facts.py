@@ -54,29 +54,43 @@ def one_edit(edit: Edit, spec: PatchSpec) -> bool:
     return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
 
 
-def _sound(change: FileChange, spec: PatchSpec) -> bool:
+def _pair(change: FileChange, spec: PatchSpec) -> bool:
     pairs = {(r.sha256, r.patched_sha256) for r in spec.releases.rows if r.state == "eager"}
-    return (change.before.sha256, change.after.sha256) in pairs or one_edit(change.edit, spec)
+    return (change.before.sha256, change.after.sha256) in pairs
 
 
-def _fit(snap: Snapshot, spec: PatchSpec, known: Known) -> tuple[Fit, bytes | None, bytes | None]:
+def _sound(change: FileChange, spec: PatchSpec) -> bool:
+    """A release's pristine/patched pair, or the one edit."""
+    return _pair(change, spec) or one_edit(change.edit, spec)
+
+
+def _fit(
+    snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int
+) -> tuple[Fit, bytes | None, bytes | None]:
     """How the undo record stands, with the original or the patched bytes it determines."""
     if snap.undo is None:
         return ("none" if snap.undo_raw is None else "untrusted"), None, None
     change = snap.undo.graph
-    if not _sound(change, spec) or not plausible(change, None):
+    if not _sound(change, spec) or not plausible(change, now_ns):
+        return "untrusted", None, None
+    # Beside a release's exact bytes only its pair is believed: the one edit alone could turn a
+    # release that ships the fix into an eager file no release ever had.
+    matched = snap.sha256 in (change.before.sha256, change.after.sha256)
+    if known.match == "exact" and matched and not _pair(change, spec):
         return "untrusted", None, None
     if snap.sha256 == change.after.sha256:
         back = change.edit.inverted()
         original = back.apply(snap.graph) if back.applies_to(snap.graph) else b""
         good = known.state in ("patched", "native") and sha256(original) == change.before.sha256
-        good = good and plausible(change, snap.graph_stat.mtime_ns)
         return ("after", original, None) if good else ("untrusted", None, None)
     if snap.sha256 == change.before.sha256:
         patched = change.edit.apply(snap.graph) if change.edit.applies_to(snap.graph) else b""
         good = known.state == "eager" and sha256(patched) == change.after.sha256
         return ("before", None, patched) if good else ("untrusted", None, None)
-    return ("other" if known.match == "exact" else "changed"), None, None
+    # A record of another file: beside a release's exact bytes, or an eager site match (a vendor
+    # build put over a patched one), torch was reinstalled; a lazy site match changed since apply.
+    exact_or_eager = known.match == "exact" or known.state == "eager"
+    return ("other" if exact_or_eager else "changed"), None, None
 
 
 def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
@@ -102,8 +116,9 @@ def _base(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
     return "ours" if listed or named else "lazy"
 
 
-def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None) -> Reading:
-    fit, recorded_original, patched = _fit(snap, spec, known)
+def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
+    """`now_ns` bounds the mtime a record may restore (a day's clock skew allowed)."""
+    fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9)
     original = recorded_original or _original(snap, spec, known)
     listed = undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row))
     base = _base(snap, spec, known, original, listed)

@@ -130,6 +130,7 @@ def pointed(record: bytes, path: str, data: bytes, add: str | None = None, drop:
         raise damaged(f"it has {len(found)} rows for {path}")
     row = found[0]
     algorithm = row.hash.partition("=")[0]
+    algorithm = algorithm if algorithm in GUARANTEED else "sha256"  # a row no hashlib reads: sha256
     digest = hash_field(algorithm, data) if row.hash else ""
     size = str(len(data)) if row.size else ""
     terminator = row.line[len(row.line.rstrip(b"\r\n")) :]

@@ -78,7 +78,7 @@ _BY_BASE_AND_FIT: dict[tuple[Base, Fit], State] = {
     ("unknown", "after"): "edited",
     ("unknown", "before"): "edited",
     ("unknown", "other"): "edited",
-    ("unknown", "untrusted"): "edited",
+    ("unknown", "untrusted"): "unknown",  # a record that proves nothing beside a file not known
     ("eager", "changed"): "edited",
     ("ours", "changed"): "edited",
     ("lazy", "changed"): "edited",

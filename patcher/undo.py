@@ -101,7 +101,7 @@ class UndoRecord(NamedTuple):
         """Validate everything; a ValueError says what is wrong."""
         try:
             data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise ValueError(f"it is not JSON ({exc})") from exc
         if not isinstance(data, dict):
             raise ValueError("it is not a JSON object")

@@ -68,6 +68,29 @@ def test_a_closed_stdout_is_exit_5(release: Callable[[str], Path]) -> None:
     assert _graph(torch_dir).read_bytes() == before
 
 
+@pytest.mark.parametrize("closed", [">&-", "2>&-"])
+def test_a_stream_closed_by_the_shell_is_exit_5_not_1(closed: str, release: Callable[[str], Path]) -> None:
+    """`verify >&-` on a lazy torch: Python starts with no stdout at all; that is exit 5, not "eager"."""
+    import shlex
+
+    torch_dir = release("2.10.0")
+    command = f"{shlex.quote(sys.executable)} -m patcher"
+    assert (
+        subprocess.run(
+            [*shlex.split(command), "apply", "--torch-dir", str(torch_dir)], capture_output=True
+        ).returncode
+        == 0
+    )
+    args = "verify" if closed == ">&-" else "apply --python /nonexistent/python"  # an error goes to stderr
+    done = subprocess.run(
+        ["bash", "-c", f"{command} {args} --torch-dir {shlex.quote(str(torch_dir))} {closed}"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == ExitCode.OUTPUT, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr + done.stdout
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_a_full_stdout_is_exit_5_after_the_work_is_done(
     as_json: bool, release: Callable[[str], Path]

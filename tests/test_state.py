@@ -47,6 +47,7 @@ VENDOR = b"# a vendor's edit\n" + SOURCE
 ROW = "torch/_inductor/graph.py"
 UNDO_ROW = "torch-9.0.0.dist-info/torch_lazylog.json"
 STAT = FileStat(0o644, 0, 0, 1_000_000_000)
+NOW = 2_000_000_000_000_000_000
 
 
 @functools.cache
@@ -83,12 +84,12 @@ def _snap(graph: bytes, rec: bytes | None, undo: bytes | None = None) -> Snapsho
 
 
 def _read(snap: Snapshot) -> facts.Reading:
-    return facts.read(snap, _spec(), classify(snap.graph, _spec(), "9.0.0"), UNDO_ROW)
+    return facts.read(snap, _spec(), classify(snap.graph, _spec(), "9.0.0"), UNDO_ROW, NOW)
 
 
 def _apply(snap: Snapshot) -> tuple[facts.Reading, plan.Plan]:
     known, rewritten = decide(snap.graph, _spec(), "9.0.0")
-    reading = facts.read(snap, _spec(), known, UNDO_ROW)
+    reading = facts.read(snap, _spec(), known, UNDO_ROW, NOW)
     return reading, plan.build(
         _target(), _spec(), snap, reading, state.APPLY[reading.state].does, 2_000_000_000, rewritten
     )
@@ -123,6 +124,24 @@ def test_every_table_names_every_state() -> None:
     } == states - {"apply-interrupted", "revert-interrupted"}
 
 
+def _one_edit_record(lazy: bytes) -> bytes:
+    """A record whose claims are self-consistent (after = the file, before = it with the one edit
+    undone) beside an exact release that ships the fix: no release ever had that `before`."""
+    from patcher.edits import line_edit
+    from patcher.undo import FileChange, FileState
+
+    eager = lazy.replace(LAZY, EAGER)
+    change = FileChange(
+        ROW,
+        FileState(sha256(eager), len(eager)),
+        FileState(sha256(lazy), len(lazy)),
+        line_edit(eager, lazy),
+        0o644,
+        0,
+    )
+    return UndoRecord(_spec().id, "9.1.0", "exact", change, None).to_bytes()
+
+
 def _cases() -> list[tuple[str, Snapshot]]:
     patched, rec, undo = _applied()
     vendor_patched, vendor_rec, vendor_undo = _applied(VENDOR)
@@ -150,6 +169,10 @@ def _cases() -> list[tuple[str, Snapshot]]:
         ("untrusted-lazy", _snap(NATIVE, _record(NATIVE), b"[]")),
         ("edited", _snap(vendor_patched + b"# edited\n", vendor_rec, vendor_undo)),
         ("unknown", _snap(b"x = 1\n", _record(b"x = 1\n"))),
+        ("unknown", _snap(b"x = 1\n", _record(b"x = 1\n"), b"{not json")),  # proves nothing
+        ("reinstalled", _snap(b"# another build\n" + SOURCE, _record(SOURCE), vendor_undo)),  # eager site
+        ("untrusted-lazy", _snap(NATIVE, _record(NATIVE), _one_edit_record(NATIVE))),
+        ("untrusted-patched", _snap(patched, rec, b"[" * 100_000)),  # nested past the parser's depth
     ]
 
 
@@ -233,5 +256,11 @@ def test_record_rows_in_every_form_the_spec_allows() -> None:
     quoted = f'"{ROW}","{record.hash_field("sha256", data)}","{len(data)}"\r\n'.encode()
     assert record.fit(quoted, ROW, data) == "current"
     assert record.fit(f"{ROW},,\n".encode(), ROW, data) == "unhashed"
+    for odd in ("shake_128=abc", "sha512_256=abc", "foo=abc"):  # rows no hashlib reads the same
+        assert record.fit(f"{ROW},{odd},3\n".encode(), ROW, data) == "other"
+        assert (
+            record.pointed(f"{ROW},{odd},3\n".encode(), ROW, data)
+            == f"{ROW},{record.hash_field('sha256', data)},{len(data)}\n".encode()
+        )
     moved = record.pointed(f"{ROW},{record.hash_field('sha512', b'old')},3\n".encode(), ROW, data)
     assert moved == f"{ROW},{record.hash_field('sha512', data)},{len(data)}\n".encode()  # its algorithm kept
