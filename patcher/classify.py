@@ -24,16 +24,6 @@ class Known(NamedTuple):
     reason: str = ""
     diff: str = ""
 
-    def described(self) -> str:
-        return describe(self.release.version if self.release else None, self.match)
-
-
-def describe(release: str | None, match: str | None) -> str:
-    if release is None:
-        return ""
-    how = "identical to" if match == "exact" else "same patch site as"
-    return f" ({how} torch {release})"
-
 
 def base_version(version: str | None) -> str:
     return (version or "").split("+")[0]

@@ -21,6 +21,22 @@ def need(call: Callable[[], object]) -> object:
         pytest.skip(str(exc))
 
 
+def torch_venv(version: str) -> Path:
+    """A shared torch venv of the cache: read and patched by this checkout's tool, never installed into."""
+    venv = need(lambda: realdata.torch_venv(version))
+    assert isinstance(venv, Path)
+    return venv
+
+
+@pytest.fixture
+def shared_torch_venvs() -> Iterator[None]:
+    """Tests that apply and revert on the cached torch venvs every checkout shares hold them alone
+    (`pytestmark = pytest.mark.usefixtures("shared_torch_venvs")`), so two suites running at once
+    never interleave their steps on one venv."""
+    with realdata.cache_lock("e2e-torch-venvs"):
+        yield
+
+
 def need_other_python() -> Path:
     """A CPython on this machine other than the runner: a failure under CI=true, a skip elsewhere."""
     others = realdata.other_pythons()

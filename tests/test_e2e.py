@@ -9,7 +9,6 @@ import os
 import shlex
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +16,12 @@ import pytest
 
 from patcher import runtime
 from tests import realdata
-from tests.conftest import need
+from tests.conftest import need, torch_venv
 
 ROOT = Path(__file__).resolve().parent.parent
 DEEP = 16  # fan-in-2 chain depth: the eager text is large, the patched compile is not
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def _the_shared_torch_venvs_one_test_at_a_time() -> Iterator[None]:
-    """These tests apply and revert on the cached torch venvs that every checkout shares: a test
-    holds them alone, so two suites running at once never interleave their steps on one venv."""
-    with realdata.cache_lock("e2e-torch-venvs"):
-        yield
-
-
-def _venv(version: str) -> Path:
-    """The shared torch venv: read and patched by this checkout's tool, never installed into."""
-    venv = need(lambda: realdata.torch_venv(version))
-    assert isinstance(venv, Path)
-    return venv
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
 
 
 def _tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
@@ -65,7 +49,7 @@ def _pristine_sha(version: str) -> str:
 
 @pytest.mark.parametrize("version", ["2.10.0", "2.11.0", "2.12.1"])
 def test_real_torch_end_to_end(version: str) -> None:
-    venv = _venv(version)
+    venv = torch_venv(version)
     python = str(venv / "bin" / "python")
     code, report = _tool(venv, "revert")  # a previous, interrupted run may have left it patched
     assert code == 0, report
@@ -116,7 +100,7 @@ def test_real_torch_end_to_end(version: str) -> None:
 
 
 def test_real_torch_2_13_is_natively_lazy() -> None:
-    venv = _venv("2.13.0")
+    venv = torch_venv("2.13.0")
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
     assert (report["state"], report["release"]) == ("ships-lazy", "2.13.0")
@@ -154,7 +138,7 @@ def _user_caches() -> dict[str, tuple[int, int]]:
 
 
 def test_runtime_check_leaves_no_compiled_artifacts() -> None:
-    venv = _venv("2.13.0")
+    venv = torch_venv("2.13.0")
     before = _user_caches()
     code, report = _tool(venv, "verify", "--runtime")
     assert code == 0, report
@@ -195,7 +179,7 @@ def _probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) ->
 
 
 def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
-    python = _venv("2.13.0") / "bin" / "python"
+    python = torch_venv("2.13.0") / "bin" / "python"
     params: dict[str, object] = {"depth": 4, "phases": list(runtime.PHASES), "repeat": 1, "warmup": True}
     result = _probe_under_coverage(python, params, tmp_path)
     assert result["error"] is None, result
@@ -217,7 +201,7 @@ def test_the_reinstall_advice_resolves_on_the_index() -> None:
     """Where only a reinstall helps (graph.py edited after apply), the printed command names the
     distribution's own version (METADATA: 2.10.0, not version.py's 2.10.0+cu128) and the venv's
     interpreter, and pip resolves it: its --dry-run exits 0."""
-    venv = _venv("2.10.0")
+    venv = torch_venv("2.10.0")
     graph = _graph(venv)
     original = graph.read_bytes()
     try:

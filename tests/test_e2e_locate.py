@@ -8,30 +8,16 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from patcher import runtime
-from tests import realdata
-from tests.conftest import need
+from tests.conftest import torch_venv
 from tests.test_e2e import _probe_under_coverage
 
-pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture(autouse=True)
-def _the_shared_torch_venvs_one_test_at_a_time() -> Iterator[None]:
-    with realdata.cache_lock("e2e-torch-venvs"):
-        yield
-
-
-def _venv(version: str) -> Path:
-    venv = need(lambda: realdata.torch_venv(version))
-    assert isinstance(venv, Path)
-    return venv
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
 
 
 def _tool(python: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, dict[str, Any]]:
@@ -49,7 +35,7 @@ def _tool(python: Path, *args: str, env: dict[str, str] | None = None) -> tuple[
 
 @pytest.mark.parametrize("switch", ["TORCH_COMPILE_DISABLE", "TORCHDYNAMO_DISABLE"])
 def test_runtime_check_switched_off_by_the_environment_exits_4_with_the_reason(switch: str) -> None:
-    python = _venv("2.10.0") / "bin" / "python"
+    python = torch_venv("2.10.0") / "bin" / "python"
     assert _tool(python, "apply")[0] == 0
     try:
         code, report = _tool(python, "verify", "--runtime", env={switch: "1"})
@@ -68,7 +54,7 @@ def test_the_probe_names_the_switch_and_reports_no_check(
 ) -> None:
     """patcher.target.inductor itself, under coverage, with torch.compile switched off."""
     monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
-    python = _venv("2.13.0") / "bin" / "python"
+    python = torch_venv("2.13.0") / "bin" / "python"
     result = _probe_under_coverage(python, {"depth": 2, "phases": list(runtime.PHASES)}, tmp_path)
     assert result["error"] is None and result["checks"] == [], result
     assert result["unable"].startswith(
@@ -79,7 +65,7 @@ def test_the_probe_names_the_switch_and_reports_no_check(
 def test_runtime_check_imports_the_torch_on_pythonpath(tmp_path: Path) -> None:
     """An interpreter whose only torch is on PYTHONPATH (the server's): located, and imported by the
     runtime check, in that environment."""
-    venv = _venv("2.13.0")
+    venv = torch_venv("2.13.0")
     (site,) = venv.glob("lib/python3.*/site-packages")
     bare = tmp_path / "bare"
     subprocess.run([str(venv / "bin" / "python"), "-m", "venv", "--without-pip", str(bare)], check=True)

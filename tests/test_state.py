@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import functools
 import typing
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -264,3 +266,41 @@ def test_record_rows_in_every_form_the_spec_allows() -> None:
         )
     moved = record.pointed(f"{ROW},{record.hash_field('sha512', b'old')},3\n".encode(), ROW, data)
     assert moved == f"{ROW},{record.hash_field('sha512', data)},{len(data)}\n".encode()  # its algorithm kept
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda d: d["graph"].update(before={"sha256": "x" * 64, "size": 1}),
+        lambda d: d["graph"].update(after={"sha256": "0" * 64, "size": -1}),
+        lambda d: d["graph"].update(after="not an object"),
+        lambda d: d["graph"].update(mode="644"),
+        lambda d: d["graph"].update(mtime_ns=True),
+        lambda d: d["graph"].update(path="../graph.py"),
+        lambda d: d.update(graph=[]),
+        lambda d: d.update(release=7),
+        lambda d: d.update(patch="another-patch"),
+        lambda d: d["graph"]["edit"].update(new="x" * 99),  # sizes no longer add up
+    ],
+    ids=["hash", "size", "state", "mode", "mtime", "path", "graph", "release", "patch", "sizes"],
+)
+def test_an_undo_record_of_the_wrong_shape_proves_nothing(damage: Callable[[dict[str, Any]], None]) -> None:
+    import json
+
+    patched, rec, undo = _applied()
+    data = json.loads(undo)
+    damage(data)
+    assert _read(_snap(patched, rec, json.dumps(data).encode())).state == "untrusted-patched"
+
+
+def test_an_exact_release_whose_one_edit_does_not_give_the_table_is_unknown() -> None:
+    """A release's bytes patched by the one edit must give the table's patched sha256."""
+    spec = _spec()
+    row = spec.releases.rows[0]
+    wrong = spec._replace(
+        releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
+    )
+    known, rewritten = decide(SOURCE, wrong, "9.0.0")
+    assert (known.state, rewritten) == ("unknown", None) and "known patched bytes" in known.reason
+    doubled = SOURCE + b"# error.operator_str(target, args, kwargs),\n"
+    assert decide(doubled, spec, "9.0.0")[0].state == "unknown"
