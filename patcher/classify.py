@@ -57,7 +57,7 @@ def site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None) 
             spec.releases.site_code[fingerprint].splitlines(),
             code.splitlines(),
             f"torch {row.version} (nearest release)",
-            f"torch {torch_version or '(installed)'}",
+            f"installed torch {torch_version or ''}".rstrip(),
             n=1,
             lineterm="",
         )

@@ -77,8 +77,8 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
 def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool) -> None:
     """Check that torch formats the log lazily.
 
-    Exit 0 when the installed torch formats the implicit-fallback log lazily and graph.py, RECORD, the
-    undo record and the bytecode agree; exit 1 when it formats eagerly or the patch is incomplete.
+    Exit 0 when the installed torch formats the implicit-fallback log lazily (what is left to tidy is
+    listed, with the command that does it); exit 1 when it formats eagerly.
     """
     commands.verify(python, torch_dir, as_json, verbose, runtime)
 

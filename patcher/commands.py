@@ -47,7 +47,8 @@ class Given(NamedTuple):
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
             vendor = details.get("vendor") == "yes"
-            return reinstall(_quote(python) if python else None, details.get("dist_version"), vendor)
+            quoted = _quote(python) if python else None
+            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"))
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
         return "torch-lazylog " + step + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
 
@@ -125,7 +126,8 @@ def _render(report: Report, as_json: bool) -> tuple[str, str]:
 def finish(report: Report, as_json: bool) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
     A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
-    report = report._replace(message=report.message.rstrip(".") + ".")  # one full stop, whatever the source
+    text = report.message.rstrip(".")
+    report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
     out, err = _render(report, as_json)
     try:
         if err:

@@ -38,6 +38,7 @@ def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> 
             version = snapshot.metadata_version(target)
             exc.details.setdefault("dist_version", version)
             exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
+            exc.details.setdefault("installer", snapshot.installer(target))
             exc.details.setdefault("owner", target.owner)
         exc.details.setdefault("torch_version", target.torch_version)
         exc.details.setdefault("torch_dir", str(target.torch_dir))
@@ -160,6 +161,8 @@ def _change(command: str, target: Target, spec: PatchSpec, dry_run: bool = False
         from patcher.diff import unified
 
         diff = unified(snap.graph, planned.result, "torch/" + spec.file)
+    if dry_run and planned.steps:  # what the real run would refuse, the dry run refuses too
+        fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
         return _report(command, target, snap, reading, message, diff=diff)
     reading = reading._replace(state=rule.leaves or reading.state)

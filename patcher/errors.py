@@ -21,7 +21,7 @@ EXIT_CODE_HELP = """\b
 Exit codes:
   0  success (apply: patched, already patched or natively lazy;
      verify: torch formats the text lazily; revert: reverted or nothing to do)
-  1  verify: torch still formats the text eagerly, or the patch is incomplete
+  1  verify: torch formats the text eagerly (graph.py, or a stale unchecked-hash pyc)
   2  usage error
   3  refused: a graph.py this tool does not know, or one changed since apply
   4  environment error: torch not found, not writable, broken install

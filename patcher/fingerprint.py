@@ -21,7 +21,11 @@ _WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
 def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
     match = _WHEEL_VERSION.match(wheel.name)
     if match is None:
-        raise refused(f"Expected a torch wheel named torch-<version>-...whl, found {wheel.name}.")
+        raise LazylogError(
+            ExitCode.USAGE,
+            f"Expected a torch wheel named torch-<version>-...whl, found {wheel.name}. Pass the "
+            "wheels of torch releases (e.g. `pip download --no-deps torch==2.10.0`)",
+        )
     try:
         with zipfile.ZipFile(wheel) as archive:
             return match["version"], archive.read(spec.record_path)

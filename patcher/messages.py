@@ -129,6 +129,8 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
         lead = f"Nothing to revert: {state_text(state, known)}; torch-lazylog never patched it"
     else:
         lead = f"{what} formats the implicit-fallback log lazily already: {state_text(state, known)}"
+    if state in ("patched", "apply-interrupted"):  # its record only follows RECORD's new row
+        done = done._replace(undo_written=False)
     extras = _extras(done, dry_run)
     if done.graph and state not in ("pristine", "patched", "apply-interrupted", "unrecorded"):
         extras.insert(0, f"it was: {state_text(state, known)}")
@@ -163,8 +165,9 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
     )
 
 
-def reinstall(python: str | None, version: str | None, vendor: bool) -> str:
-    """The one reinstall advice: a command that resolves on the index, or what to do instead."""
+def reinstall(python: str | None, version: str | None, vendor: bool, installer: str | None = None) -> str:
+    """The one reinstall advice: a command that resolves on the index, by the tool that installed
+    torch (its dist-info's INSTALLER), or what to do instead."""
     if vendor or version is None:
         return (
             "reinstall torch from the index or image it came from (this build is not on the public "
@@ -172,6 +175,8 @@ def reinstall(python: str | None, version: str | None, vendor: bool) -> str:
         )
     if python is None:
         return "reinstall torch in the environment that has it; add --python to get the command"
+    if installer == "uv":
+        return f"uv pip install --python {python} --reinstall --no-deps torch=={version}"
     return f"{python} -m pip install --force-reinstall --no-deps torch=={version}"
 
 

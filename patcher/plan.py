@@ -92,9 +92,14 @@ def _act(
 
 def _pycs(target: Target, snap: Snapshot, end: End) -> list[Step]:
     """A new graph.py: rebuild the target's own pycs, remove the others (their Python rebuilds
-    them). The same graph.py: rebuild only the target's pycs that do not describe it."""
+    them). The same graph.py: rebuild only the target's pycs that do not describe it, and remove
+    the ones that are no pyc at all (a header no Python writes)."""
     if not end.graph_changed:
-        return [Rebuild(p, end.graph, end.mtime_ns) for p in snap.stale_pycs()]
+        stale = snap.stale_pycs()
+        junk: list[Step] = [
+            fsio.Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"
+        ]
+        return [*(Rebuild(p, end.graph, end.mtime_ns) for p in stale if p.mode != "invalid"), *junk]
     own = [p for p in snap.pycs if p.tag == target.interpreter.cache_tag and p.mode != "invalid"]
     removes = [fsio.Remove(p.path, label=f"pyc-{p.path.name}") for p in snap.pycs if p not in own]
     return [*(Rebuild(p, end.graph, end.mtime_ns) for p in own), *removes]

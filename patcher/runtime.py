@@ -134,5 +134,7 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
         message, state = _failed(report, failed)
         code = max(report.code, ExitCode.EAGER)
         return report._replace(message=message, state=state, code=code, checks=all_checks)
-    message = report.message + f" Runtime: {len(all_checks)} checks passed on Inductor's real path."
+    message = (
+        report.message.rstrip(".") + f". Runtime: {len(all_checks)} checks passed on Inductor's real path."
+    )
     return report._replace(message=message, checks=all_checks)

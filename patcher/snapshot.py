@@ -93,6 +93,16 @@ def _undo(target: Target, spec: PatchSpec, has_record: bool) -> tuple[UndoRecord
         return None, raw
 
 
+def installer(target: Target) -> str | None:
+    """The tool that installed torch, as its dist-info's INSTALLER names it (pip, uv, ...)."""
+    if target.dist_info is None:
+        return None
+    try:
+        return (target.dist_info / "INSTALLER").read_text(encoding="utf-8").strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def metadata_version(target: Target) -> str | None:
     """The distribution's own version (METADATA), which an index resolves; not version.py's label."""
     if target.dist_info is None:

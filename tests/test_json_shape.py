@@ -57,6 +57,15 @@ def _not_a_torch_wheel(tmp_path: Path) -> list[str]:
     return [str(wheel)]
 
 
+def _a_wheel_without_the_site(tmp_path: Path) -> list[str]:
+    import zipfile
+
+    wheel = tmp_path / "torch-9.9.9-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("torch/_inductor/graph.py", "x = 1\n")
+    return [str(wheel)]
+
+
 def _wheels(versions: list[str]) -> list[str]:
     return [str(need(lambda v=v: realdata.wheel(v))) for v in versions]  # type: ignore[misc]
 
@@ -77,7 +86,8 @@ CASES: list[tuple[str, int, Callable[[Path], list[str]]]] = [
     ("fingerprint", 0, lambda tmp: ["--check", *_wheels(realdata.ALL_RELEASES)]),
     ("fingerprint", 1, lambda tmp: ["--check", *_wheels(["2.10.0"])]),
     ("fingerprint", 2, lambda tmp: [str(tmp / "missing.whl")]),
-    ("fingerprint", 3, _not_a_torch_wheel),
+    ("fingerprint", 2, _not_a_torch_wheel),
+    ("fingerprint", 3, _a_wheel_without_the_site),
     ("fingerprint", 4, lambda tmp: ["--output", str(tmp / "no-such-dir" / "out.json"), *_wheels(["2.10.0"])]),
 ]
 

@@ -123,3 +123,18 @@ def test_pycache_prefix_is_honoured(
     _assert_fresh({0: prefixed}, graph, "unchecked-hash")
     _assert_fresh({2: local}, graph, "timestamp")
     assert run("verify", "--torch-dir", str(graph.parent.parent)).exit_code == 0
+
+
+def test_a_corrupt_pyc_beside_a_patched_torch_is_removed_not_compiled(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """A pyc file with a header no Python writes (random bytes): apply removes it, exit 0."""
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    junk = torch_dir / "_inductor" / "__pycache__" / f"graph.{cache_tag()}.opt-1.pyc"
+    junk.parent.mkdir(exist_ok=True)
+    junk.write_bytes(bytes(range(100)))
+    result = run("apply", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 0, result.output
+    assert not junk.exists()
+    assert run("verify", "--torch-dir", str(torch_dir)).exit_code == 0
