@@ -118,7 +118,7 @@ def _render(report: Report, as_json: bool) -> tuple[str, str]:
         only = "Next" if ours else "Only a reinstall of torch can fix this"
         text += f"\n{only}: {report.next}"
     diff = report.diff or ""
-    if report.code in (ExitCode.REFUSED, ExitCode.ENVIRONMENT):
+    if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
         return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
     return diff + text + "\n", ""
 
@@ -169,6 +169,13 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]
 
 def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
     from patcher import locate, spec
+
+    for option, value in (("--python", python), ("--torch-dir", torch_dir)):
+        if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
+            raise LazylogError(
+                ExitCode.USAGE,
+                f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out",
+            )
 
     patch = spec.load()
     return locate.locate(python, torch_dir, patch), patch

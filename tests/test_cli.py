@@ -295,3 +295,9 @@ def test_the_version_comes_from_metadata_when_version_py_has_none(
     (torch_dir / "version.py").write_text("git_version = 'abc'\n")
     report = json.loads(run("verify", "--json", "--torch-dir", str(torch_dir)).stdout)
     assert report["torch_version"] == "2.11.0"
+
+
+@pytest.mark.parametrize("option", ["--python", "--torch-dir"])
+def test_an_empty_path_is_a_usage_error(option: str, run: Callable[..., Result]) -> None:
+    result = run("verify", option, "", "--json")
+    assert result.exit_code == 2 and "found an empty value" in json.loads(result.stdout)["message"]
