@@ -102,15 +102,12 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
 def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | None:
     """An exact eager release needs no parse: its one eager argument made lazy must give the table's
     patched sha256, which the libcst rewrite gave when the table was made from the real wheel."""
-    from patcher.edits import line_edit
+    from patcher.edits import line_edit, swapped
     from patcher.outcome import Rewritten, Site
 
     release = known.release
-    eager, lazy = spec.eager.encode(), spec.lazy.encode()
-    if release is None or source.count(eager) != 1 or lazy in source:
-        return None
-    new = source.replace(eager, lazy)
-    if sha256(new) != release.patched_sha256:
+    new = swapped(source, spec.eager, spec.lazy)
+    if release is None or new is None or sha256(new) != release.patched_sha256:
         return None
     return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
 

@@ -73,3 +73,12 @@ def line_edit(before: bytes, after: bytes) -> Edit:
     cut = len(before) if newline == -1 else newline + 1
     kept_tail = len(before) - cut
     return Edit(start, before[start:cut], after[start : len(after) - kept_tail])
+
+
+def swapped(source: bytes, old: str, new: str) -> bytes | None:
+    """`source` with the one occurrence of `old` replaced by `new`; None unless it occurs once and
+    `new` not at all (the transform refuses any other file, so for a known one this is its edit)."""
+    old_b, new_b = old.encode(), new.encode()
+    if source.count(old_b) != 1 or new_b in source:
+        return None
+    return source.replace(old_b, new_b)

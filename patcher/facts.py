@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from patcher import record, state
 from patcher.classify import Known
-from patcher.edits import Edit
+from patcher.edits import Edit, swapped
 from patcher.errors import damaged
 from patcher.hashes import sha256
 from patcher.snapshot import Snapshot
@@ -29,15 +29,6 @@ class Reading(NamedTuple):
     known: Known
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
     patched: bytes | None  # what apply made of it, when graph.py is the original of a sound record
-
-
-def swapped(source: bytes, old: str, new: str) -> bytes | None:
-    """`source` with the one occurrence of `old` replaced by `new`; None unless it occurs once and
-    `new` not at all (the transform refuses any other file, so for a known one this is its edit)."""
-    old_b, new_b = old.encode(), new.encode()
-    if source.count(old_b) != 1 or new_b in source:
-        return None
-    return source.replace(old_b, new_b)
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:

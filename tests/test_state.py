@@ -8,6 +8,7 @@ state and each command's plan is checked from the bytes alone.
 from __future__ import annotations
 
 import functools
+import platform
 import typing
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,7 @@ from patcher.locate import Target
 from patcher.snapshot import FileStat, Snapshot
 from patcher.spec import PatchSpec
 from patcher.undo import UndoRecord
+from tests.helpers import cache_tag
 
 EAGER = b"error.operator_str(target, args, kwargs),"
 LAZY = b"LazyString(error.operator_str, target, args, kwargs),"
@@ -68,7 +70,7 @@ def _record(graph: bytes, *extra: str) -> bytes:
 
 def _target() -> Target:
     site = Path("/nonexistent/site-packages")
-    python = Interpreter("/nonexistent/python", "3.11.0", "cpython-311", None, True)
+    python = Interpreter("/nonexistent/python", platform.python_version(), cache_tag(), None, True)
     dist = site / "torch-9.0.0.dist-info"
     return Target(
         python, site / "torch", site / "torch/_inductor/graph.py", dist, dist / "torch_lazylog.json", "9.0.0"
