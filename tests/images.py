@@ -348,8 +348,12 @@ RUN /opt/venv/bin/pip install --no-cache-dir --no-index --find-links "${{WHEELS}
 """
 
 
-def rocm_base() -> str:
-    """The `rocm/pytorch:..._py3.NN_pytorch_release_2.10.0` stand-in: /opt/venv on that Python."""
+# The PATH a container gets when its image sets none (an imported root sets none).
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def _rocm_venv() -> str:
+    """/opt/venv on the ROCm images' Python with the real torch 2.10.0: the heavy layers."""
     minor = rocm_python_minor()
     tag = f"{STANDIN}:torch-{ROCM_TORCH}-venv-py{minor}"
     if has_image(tag):
@@ -363,6 +367,21 @@ def rocm_base() -> str:
         linux_wheels(ROCM_TORCH, minor)
 
     return _built(tag, f"image-{ROCM_TORCH}-venv-py{minor}", make)
+
+
+def rocm_base() -> str:
+    """The `rocm/pytorch:..._py3.NN_pytorch_release_2.10.0` stand-in: /opt/venv on that Python, its
+    bin/ first on PATH as in those images (so `python` and `python3` are the venv's): an ENV layer over
+    the heavy one, named after its id."""
+    venv = _rocm_venv()
+    done = docker("image", "inspect", "--format", "{{.Id}}", venv, timeout=60)
+    _check(done, f"inspect {venv}")
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-venv-on-path-{done.stdout.strip().removeprefix('sha256:')[:12]}"
+
+    def make(context: Path) -> None:
+        (context / "Dockerfile").write_text(f"FROM {venv}\nENV PATH=/opt/venv/bin:{DEFAULT_PATH}\n")
+
+    return _built(tag, f"image-{ROCM_TORCH}-venv-on-path", make)
 
 
 # As vLLM's Dockerfile has it: pip in the system Python, uv installed with that pip, torch installed
