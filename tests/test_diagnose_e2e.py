@@ -1,0 +1,237 @@
+"""diagnose on live processes: the custom-op chain compiled unpatched by real torch 2.10.0 in the
+background (tests/scenarios/chain.py, a fresh Inductor cache each), read while it is in the slow path.
+Every process a test starts is killed in a finally."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from patcher.diagnose import procs, stacks, verdict
+from tests.conftest import torch_venv
+from tests.test_e2e import _tool
+
+SCENARIO = Path(__file__).parent / "scenarios" / "chain.py"
+TAG = "diagnose-e2e"  # an argument that marks this suite's processes
+DEEP = 26  # minutes unpatched: still formatting when read
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
+
+
+def _diagnose(
+    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
+    done = subprocess.run(
+        [*(user or []), *((user and [_readable_python()]) or [sys.executable]), "-m", "patcher", "diagnose",
+         *args, "--json"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.stdout, done.stderr
+    assert "Traceback" not in done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report, done.stderr
+
+
+def _text(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", "diagnose", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@contextmanager
+def _running(command: list[str], tmp: Path, name: str) -> Iterator[subprocess.Popen[str]]:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp))
+    out = (tmp / f"{name}.out").open("w")
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True, env=env,
+                               start_new_session=True)  # fmt: skip
+    try:
+        yield process
+    finally:
+        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        process.wait(timeout=30)
+        out.close()
+
+
+def _chain(venv: Path, depth: int, *extra: str) -> list[str]:
+    return [str(venv / "bin" / "python"), str(SCENARIO), TAG, str(depth), *extra]
+
+
+def _formatting(pid: int, timeout: float = 300) -> None:
+    """Until a py-spy dump shows the process in the eager formatting."""
+    spy, end = stacks.find(), time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            sample = stacks.dump(spy, pid)
+        except stacks.Failed:
+            sample = ()
+        if any((f := verdict.formatting(s)) and f[0] == "eager" for s in sample):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"process {pid} never reached the eager formatting in {timeout:.0f} s")
+
+
+def _pristine(venv: Path) -> None:
+    code, report = _tool(venv, "revert")  # an interrupted run elsewhere may have left it patched
+    assert code == 0, report
+
+
+def _torch_dir(venv: Path) -> str:
+    (found,) = venv.glob("lib/python3.*/site-packages/torch")
+    return str(found)
+
+
+def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP), tmp_path, "deep") as process:
+        _formatting(process.pid)
+        start = time.monotonic()
+        code, report, _ = _diagnose(str(process.pid))
+        assert time.monotonic() - start < 30
+        assert code == 1 and report["exit_code"] == 1 and report["state"] == "pristine", report
+        (entry,) = report["processes"]
+        assert entry["finding"] == "eager-formatting" and entry["pid"] == process.pid
+        assert entry["in_formatting"] >= 1 and entry["str_depth"] >= 10
+        assert entry["torch_dir"] == _torch_dir(venv)
+        names = [f["name"] for f in entry["frames"]]
+        assert "OperatorIssue.operator_str" in names and "GraphLowering.call_function" in names
+        assert report["next"] == f"torch-lazylog apply --python {venv / 'bin' / 'python'}"
+        text = _text(str(process.pid))
+        assert text.returncode == 1 and "nested __str__ frames" in text.stdout
+        assert _torch_dir(venv) in text.stdout and "Next: torch-lazylog apply --python" in text.stdout
+        time.sleep(1)
+        assert process.poll() is None  # still compiling: read, not harmed
+        _formatting(process.pid, timeout=10)
+
+
+def test_a_parent_reports_both_ranks(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP, "--ranks", "2"), tmp_path, "ranks") as parent:
+        end = time.monotonic() + 60
+        while len(ranks := procs.descendants(parent.pid, procs.parents())) < 2 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert len(ranks) == 2
+        for rank in ranks:
+            _formatting(rank)
+        code, report, _ = _diagnose(str(parent.pid))
+        assert code == 1, report
+        assert sorted(e["pid"] for e in report["processes"]) == ranks  # the parent has no torch loaded
+        assert {e["finding"] for e in report["processes"]} == {"eager-formatting"}
+        code, report, _ = _diagnose(str(parent.pid), "--no-children")
+        assert code == 4 and "has not imported torch" in report["message"], report
+
+
+def test_a_diagnosed_run_ends_as_an_undiagnosed_one(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with (
+        _running(_chain(venv, 22), tmp_path, "plain") as plain,
+        _running(_chain(venv, 22), tmp_path, "read") as read,
+    ):
+        _formatting(read.pid)
+        for _ in range(3):
+            code, report, _ = _diagnose(str(read.pid))
+            assert code == 1 and report["processes"][0]["finding"] == "eager-formatting", report
+        assert read.wait(timeout=600) == 0 and plain.wait(timeout=600) == 0
+    ours, theirs = (tmp_path / "read.out").read_text(), (tmp_path / "plain.out").read_text()
+    assert ours == theirs and ours.endswith("done\n")
+
+
+def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    try:
+        with _running(_chain(venv, DEEP), tmp_path, "before") as before:
+            _formatting(before.pid)
+            assert _tool(venv, "apply")[0] == 0
+            code, report, _ = _diagnose(str(before.pid))
+            (entry,) = report["processes"]
+            assert code == 1 and entry["restart"] is True and entry["state"] == "patched", report
+            assert "restart it" in entry["message"] and entry["next"] is None
+        with _running(_chain(venv, DEEP, "--stay"), tmp_path, "after") as after:
+            end = time.monotonic() + 300
+            while "done" not in (tmp_path / "after.out").read_text() and time.monotonic() < end:
+                time.sleep(0.5)
+            assert "done" in (tmp_path / "after.out").read_text()
+            code, report, _ = _diagnose(str(after.pid))
+            (entry,) = report["processes"]
+            assert code == 0 and entry["finding"] == "lazy" and entry["restart"] is False, report
+            assert report["next"] is None
+    finally:
+        _pristine(venv)
+
+
+def test_no_pid_finds_every_process_with_torch(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP), tmp_path, "any") as process:
+        _formatting(process.pid)
+        code, report, _ = _diagnose()
+        assert code == 1 and process.pid in [e["pid"] for e in report["processes"]], report
+
+
+def _readable_python() -> str:
+    """An interpreter of the runner's version that `nobody` may run (the runner's may sit in /root)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for place in [
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *os.environ.get("PATH", "").split(":"),
+        "/usr/bin",
+        "/usr/local/bin",
+    ]:
+        candidate = os.path.join(place, version)
+        if os.path.isfile(candidate) and _nobody_runs(candidate):
+            return candidate
+    pytest.skip(f"no {version} on this machine that the user nobody may run")
+
+
+def _nobody_runs(python: str) -> bool:
+    return subprocess.run([*_NOBODY, python, "-c", "pass"], capture_output=True).returncode == 0
+
+
+_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
+    python = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", TAG])
+    sleeper = subprocess.Popen(["sleep", "120"])
+    try:
+        time.sleep(1)
+        cases = [
+            (str(python.pid), 4, "has not imported torch"),
+            (str(sleeper.pid), 2, "which is not Python"),
+            ("4194303", 2, "found none"),  # above the kernel's largest pid
+        ]
+        for pid, expected, said in cases:
+            code, report, _ = _diagnose(pid)
+            assert (code, report["exit_code"]) == (expected, expected) and said in report["message"], report
+            assert report["message"].count(". ") == 0 and "processes" in report
+            text = _text(pid)
+            assert text.returncode == expected and text.stdout == "" and text.stderr.count("\n") == 1
+        if shutil.which("setpriv") is None:
+            pytest.skip("setpriv is not installed")
+        import click
+        import libcst
+
+        paths = {str(Path(m.__file__).parent.parent) for m in (click, libcst) if m.__file__}
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SCENARIO.parent.parent.parent), *paths]))
+        code, report, _ = _diagnose(str(python.pid), user=_NOBODY, env=env)
+        assert code == 4 and "SYS_PTRACE" in report["message"] and "root" in report["message"], report
+    finally:
+        python.kill()
+        sleeper.kill()
+        python.wait()
+        sleeper.wait()
