@@ -4,21 +4,18 @@ Every process a test starts is killed in a finally."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from patcher.diagnose import procs, stacks, verdict
-from tests.conftest import torch_venv
+from tests.conftest import need, torch_venv
+from tests.test_diagnose_cli import _diagnose, _text
 from tests.test_e2e import _tool
 
 SCENARIO = Path(__file__).parent / "scenarios" / "chain.py"
@@ -26,26 +23,6 @@ TAG = "diagnose-e2e"  # an argument that marks this suite's processes
 DEEP = 26  # minutes unpatched: still formatting when read
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
-
-
-def _diagnose(
-    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None
-) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [*(user or []), *((user and [_readable_python()]) or [sys.executable]), "-m", "patcher", "diagnose",
-         *args, "--json"],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
-    assert done.stdout, done.stderr
-    assert "Traceback" not in done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, report, done.stderr
-
-
-def _text(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "patcher", "diagnose", *args], capture_output=True, text=True, timeout=120
-    )
 
 
 @contextmanager
@@ -183,55 +160,31 @@ def test_no_pid_finds_every_process_with_torch(tmp_path: Path) -> None:
         assert code == 1 and process.pid in [e["pid"] for e in report["processes"]], report
 
 
-def _readable_python() -> str:
-    """An interpreter of the runner's version that `nobody` may run (the runner's may sit in /root)."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for place in [
-        os.path.dirname(os.path.realpath(sys.executable)),
-        *os.environ.get("PATH", "").split(":"),
-        "/usr/bin",
-        "/usr/local/bin",
-    ]:
-        candidate = os.path.join(place, version)
-        if os.path.isfile(candidate) and _nobody_runs(candidate):
-            return candidate
-    pytest.skip(f"no {version} on this machine that the user nobody may run")
+@pytest.mark.image
+def test_a_container_is_diagnosed_from_the_host() -> None:
+    from tests import images
 
-
-def _nobody_runs(python: str) -> bool:
-    return subprocess.run([*_NOBODY, python, "-c", "pass"], capture_output=True).returncode == 0
-
-
-_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
-    python = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", TAG])
-    sleeper = subprocess.Popen(["sleep", "120"])
+    need(images.engine)
+    base = need(images.rocm_base)
+    assert isinstance(base, str)
+    name = f"torch-lazylog-diagnose-{os.getpid()}"
+    started = images.docker(
+        "run", "-d", "--rm", "--name", name, "-e", "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",
+        "-v", f"{SCENARIO.parent}:/scenario:ro", base,
+        "/opt/venv/bin/python", "/scenario/chain.py", TAG, str(DEEP),
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
     try:
-        time.sleep(1)
-        cases = [
-            (str(python.pid), 4, "has not imported torch"),
-            (str(sleeper.pid), 2, "which is not Python"),
-            ("4194303", 2, "found none"),  # above the kernel's largest pid
-        ]
-        for pid, expected, said in cases:
-            code, report, _ = _diagnose(pid)
-            assert (code, report["exit_code"]) == (expected, expected) and said in report["message"], report
-            assert report["message"].count(". ") == 0 and "processes" in report
-            text = _text(pid)
-            assert text.returncode == expected and text.stdout == "" and text.stderr.count("\n") == 1
-        if shutil.which("setpriv") is None:
-            pytest.skip("setpriv is not installed")
-        import click
-        import libcst
-
-        paths = {str(Path(m.__file__).parent.parent) for m in (click, libcst) if m.__file__}
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SCENARIO.parent.parent.parent), *paths]))
-        code, report, _ = _diagnose(str(python.pid), user=_NOBODY, env=env)
-        assert code == 4 and "SYS_PTRACE" in report["message"] and "root" in report["message"], report
+        pid = int(images.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip())
+        _formatting(pid)
+        code, report, _ = _diagnose(str(pid))
+        (entry,) = report["processes"]
+        assert code == 1 and entry["finding"] == "eager-formatting" and entry["container"] is True, report
+        assert entry["torch_dir"].startswith("/opt/venv/lib/python3.")
+        assert entry["torch_dir_read_at"] == f"/proc/{pid}/root{entry['torch_dir']}"
+        assert entry["interpreter"] == "/opt/venv/bin/python" and entry["state"] == "pristine"
+        assert report["next"] == "torch-lazylog apply --python /opt/venv/bin/python"
+        assert "inside its container" in entry["message"] and entry["str_depth"] >= 10
+        assert images.docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
     finally:
-        python.kill()
-        sleeper.kill()
-        python.wait()
-        sleeper.wait()
+        images.docker("rm", "-f", name)

@@ -5,6 +5,7 @@ from it: milliseconds, no live process."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,7 +19,7 @@ LAZY = TorchFacts("patched", ExitCode.OK, "graph.py is patched", "2.10.0", 100.0
 UNKNOWN = TorchFacts("unknown", ExitCode.REFUSED, "graph.py is not one torch-lazylog knows", None, 100.0)
 
 
-def _process(started: float = 200.0, **changes: object) -> ProcessFacts:
+def _process(started: float = 200.0, **changes: Any) -> ProcessFacts:
     base = ProcessFacts(4242, "python chain.py", "/venv/bin/python", started, "", "/venv/torch",
                         "/venv/torch", False, None, None)  # fmt: skip
     return base._replace(**changes)
