@@ -188,3 +188,25 @@ def test_a_container_is_diagnosed_from_the_host() -> None:
         assert images.docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
     finally:
         images.docker("rm", "-f", name)
+
+
+def test_without_py_spy_it_says_how_to_get_it(tmp_path: Path) -> None:
+    """The tool run by an interpreter with no py-spy beside it (the torch venv's) and none on PATH."""
+    import click
+
+    venv = torch_venv("2.10.0")
+    imports = "import torch, time; time.sleep(120)"
+    with _running([str(venv / "bin" / "python"), "-c", imports, TAG], tmp_path, "torch") as process:
+        end = time.monotonic() + 120
+        while procs.torch_library(procs.loaded_files(process.pid)) is None and time.monotonic() < end:
+            time.sleep(0.2)
+        assert click.__file__ is not None
+        path = os.pathsep.join([str(SCENARIO.parent.parent.parent), str(Path(click.__file__).parent.parent)])
+        env = dict(os.environ, PYTHONPATH=path, PATH="/usr/bin:/bin")
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "patcher", "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 4 and done.stdout == "", done.stderr
+        assert "pip install 'torch-lazylog[diagnose]'" in done.stderr and done.stderr.count("\n") == 1
+        assert process.poll() is None

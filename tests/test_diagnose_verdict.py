@@ -127,3 +127,18 @@ def test_the_run_reports_the_most_severe_code() -> None:
     assert report.code == 1 and report.next == "torch-lazylog apply --python /venv/bin/python"
     assert report.message.count("PID ") == 2
     assert render.report([lazy], []).code == 0
+
+
+def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
+    from patcher.diagnose.procs import resolved
+
+    (tmp_path / "opt" / "cpython" / "bin").mkdir(parents=True)
+    (tmp_path / "opt" / "cpython" / "bin" / "python3.12").touch()
+    (tmp_path / "opt" / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "opt" / "venv" / "bin" / "python3").symlink_to("/opt/cpython/bin/python3.12")  # absolute
+    (tmp_path / "opt" / "venv" / "bin" / "python").symlink_to("python3")  # relative
+    root = str(tmp_path)
+    assert resolved(root, "/opt/venv/bin/python") == "/opt/cpython/bin/python3.12"
+    assert resolved(root, "/opt/venv/bin/../bin/python3") == "/opt/cpython/bin/python3.12"
+    (tmp_path / "loop").symlink_to("/loop")
+    assert resolved(root, "/loop/x").startswith("/loop")

@@ -123,11 +123,32 @@ def command_line(pid: int) -> list[str]:
     return [word.decode(errors="replace") for word in data.split(b"\0") if word]
 
 
+def resolved(root: str, path: str) -> str:
+    """`path` with its symlinks followed inside `root` (a venv's absolute `bin/python` link names a
+    file of the container, which the host's own resolution would look for on the host)."""
+    parts, done, hops = path.split("/"), "", 0
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        try:
+            link = os.readlink(root + done + "/" + part)
+        except OSError:
+            done += "/" + part
+            continue
+        hops += 1
+        if hops > 40:  # a loop: what is left stays unresolved
+            return done + "/" + "/".join([part, *parts])
+        done = "" if link.startswith("/") else done
+        parts = link.split("/") + parts
+    return done or "/"
+
+
 def _same_file(root: str, a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(root + a, root + b)
-    except OSError:
-        return False
+    return resolved(root, a) == resolved(root, b)
 
 
 def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> str:
