@@ -6,7 +6,8 @@ A parent without torch starts 8 ranks of tests/scenarios/chain.py (the custom-op
 on the unpatched torch 2.10.0 venv of the test cache, each with a fresh Inductor cache; once py-spy
 shows every rank in the eager formatting, it times one `py-spy dump --json` of a rank (median of
 15) and `torch-lazylog diagnose PARENT --json` whole, a fresh interpreter each time, with its
-defaults (median of 5; each must exit 1 and name all 8 ranks). Then every rank is killed. The
+defaults (3 samples 0.1 s apart) and with `--samples 5` (median of 5 each; each must exit 1 and
+name all 8 ranks), and the load average then. Then every rank is killed. The
 shared venv is held under the tests' lock, so no suite patches it meanwhile.
 """
 
@@ -55,6 +56,13 @@ def _timed(command: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]
     return time.perf_counter() - start, done
 
 
+def _diagnosed(parent: int, extra: list[str]) -> float:
+    seconds, done = _timed([sys.executable, "-m", "patcher", "diagnose", str(parent), "--json", *extra])
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and len(report["processes"]) == RANKS, done.stdout[-2000:]
+    return seconds
+
+
 def measure(venv: Path, tmp: Path) -> dict[str, float]:
     spy = stacks.find()
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / "inductor"), TMPDIR=str(tmp))
@@ -64,13 +72,11 @@ def measure(venv: Path, tmp: Path) -> dict[str, float]:
     try:
         ranks = _ranks(parent.pid, spy)
         dumps = [_timed([spy, "dump", "--json", "--pid", str(ranks[0])])[0] for _ in range(15)]
-        runs = []
-        for _ in range(5):
-            seconds, done = _timed([sys.executable, "-m", "patcher", "diagnose", str(parent.pid), "--json"])
-            report = json.loads(done.stdout)
-            assert done.returncode == 1 and len(report["processes"]) == RANKS, done.stdout[-2000:]
-            runs.append(seconds)
-        return {"dump_s": statistics.median(dumps), "diagnose_8_ranks_s": statistics.median(runs)}
+        result = {"dump_s": statistics.median(dumps)}
+        for name, extra in (("diagnose_8_ranks_s", []), ("diagnose_8_ranks_5_samples_s", ["--samples", "5"])):
+            result[name] = statistics.median(_diagnosed(parent.pid, extra) for _ in range(5))
+        result["load_average_1min"] = os.getloadavg()[0]
+        return result
     finally:
         for pid in [*procs.descendants(parent.pid, procs.parents()), parent.pid]:
             with contextlib.suppress(ProcessLookupError):
@@ -84,14 +90,14 @@ def main() -> None:
         revert = [sys.executable, "-m", "patcher", "revert", "--python", str(venv / "bin" / "python")]
         subprocess.run(revert, check=True, capture_output=True)
         result = measure(venv, Path(tmp))
-    rows = [{"measure": name, "seconds": round(value, 3)} for name, value in result.items()]
+    rows = [{"measure": name, "value": round(value, 3)} for name, value in result.items()]
     with (ROOT / "bench" / "diagnose_speed.csv").open("w", newline="") as out:
-        writer = csv.DictWriter(out, ["measure", "seconds"])
+        writer = csv.DictWriter(out, ["measure", "value"])
         writer.writeheader()
         writer.writerows(rows)
     print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} cores")
     for row in rows:
-        print(f"{row['measure']}: {row['seconds']} s")
+        print(f"{row['measure']}: {row['value']}")
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     "--no-children", is_flag=True, help="Read only the PIDs given, not the processes they started (ranks)."
 )
 @click.option(
-    "--samples", type=click.IntRange(1, 100), default=5, show_default=True, help="Stack dumps per process."
+    "--samples", type=click.IntRange(1, 100), default=3, show_default=True, help="Stack dumps per process."
 )
 @click.option(
     "--interval", type=click.FloatRange(0, 10), default=0.1, show_default=True, help="Seconds between dumps."

@@ -69,14 +69,29 @@ def _torch_dir(venv: Path) -> str:
     return str(found)
 
 
+def _torch_files(venv: Path) -> dict[str, tuple[bytes, int, int]]:
+    """graph.py's directory and torch's dist-info: bytes, mode, mtime (the whole tree is 7 GB)."""
+    torch_dir = Path(_torch_dir(venv))
+    (dist_info,) = torch_dir.parent.glob("torch-*.dist-info")
+    places = [torch_dir / "_inductor", torch_dir / "_inductor" / "__pycache__", dist_info]
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mode, p.stat().st_mtime_ns)
+        for place in places
+        for p in sorted(place.iterdir())
+        if p.is_file()
+    } | {str(place): (b"", 0, place.stat().st_mtime_ns) for place in [torch_dir, *places]}
+
+
 def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
     with _running(_chain(venv, DEEP), tmp_path, "deep") as process:
         _formatting(process.pid)
+        before = _torch_files(venv)
         start = time.monotonic()
         code, report, _ = _diagnose(str(process.pid))
         assert time.monotonic() - start < 30
+        assert _torch_files(venv) == before  # read, never written: not even a pyc or a lock file
         assert code == 1 and report["exit_code"] == 1 and report["state"] == "pristine", report
         (entry,) = report["processes"]
         assert entry["finding"] == "eager-formatting" and entry["pid"] == process.pid

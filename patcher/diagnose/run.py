@@ -15,7 +15,7 @@ from patcher.spec import PatchSpec
 class Options(NamedTuple):
     pids: tuple[int, ...]
     children: bool = True
-    samples: int = 5
+    samples: int = 3
     interval: float = 0.1
 
 
