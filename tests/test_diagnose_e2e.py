@@ -26,8 +26,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
 
 
 @contextmanager
-def _running(command: list[str], tmp: Path, name: str) -> Iterator[subprocess.Popen[str]]:
+def _running(command: list[str], tmp: Path, name: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp))
+    env |= variables
     out = (tmp / f"{name}.out").open("w")
     process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True, env=env,
                                start_new_session=True)  # fmt: skip
@@ -45,18 +46,18 @@ def _chain(venv: Path, depth: int, *extra: str) -> list[str]:
     return [str(venv / "bin" / "python"), str(SCENARIO), TAG, str(depth), *extra]
 
 
-def _formatting(pid: int, timeout: float = 300) -> None:
-    """Until a py-spy dump shows the process in the eager formatting."""
+def _formatting(pid: int, timeout: float = 300, how: str = "eager") -> None:
+    """Until a py-spy dump shows the process in the eager formatting (or the one `how` names)."""
     spy, end = stacks.find(), time.monotonic() + timeout
     while time.monotonic() < end:
         try:
             sample = stacks.dump(spy, pid)
         except stacks.Failed:
             sample = ()
-        if any((f := verdict.formatting(s)) and f[0] == "eager" for s in sample):
+        if any((f := verdict.formatting(s)) and f[0] == how for s in sample):
             return
         time.sleep(0.5)
-    pytest.fail(f"process {pid} never reached the eager formatting in {timeout:.0f} s")
+    pytest.fail(f"process {pid} never reached the {how} formatting in {timeout:.0f} s")
 
 
 def _pristine(venv: Path) -> None:
@@ -162,6 +163,12 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
             (entry,) = report["processes"]
             assert code == 0 and entry["finding"] == "lazy" and entry["restart"] is False, report
             assert report["next"] is None
+        with _running(_chain(venv, DEEP), tmp_path, "info", TORCH_LOGS="inductor") as info:
+            _formatting(info.pid, how="logging")  # lazy, and built all the same: INFO emits it
+            code, report, _ = _diagnose(str(info.pid))
+            (entry,) = report["processes"]
+            assert code == 0 and entry["finding"] == "info-formatting", report
+            assert "TORCH_LOGS=inductor" in entry["message"] and entry["str_depth"] >= 10
     finally:
         _pristine(venv)
 

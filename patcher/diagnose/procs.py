@@ -165,11 +165,11 @@ def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> 
     return exe or (argv[0] if argv else "python")
 
 
-def no_rights(pid: int) -> Unreadable:
+def no_rights(pid: int, what: str = "memory map") -> Unreadable:
     return Unreadable(
         pid,
         ExitCode.ENVIRONMENT,
-        f"Expected to read process {pid}'s memory map, but this user may not (no ptrace rights over it). "
+        f"Expected to read process {pid}'s {what}, but this user may not (no ptrace rights over it). "
         "Run diagnose as root or as the process's user; in Docker start the container with "
         "`--cap-add SYS_PTRACE` or diagnose from the host; in Kubernetes add "
         "`securityContext.capabilities.add: [SYS_PTRACE]`",

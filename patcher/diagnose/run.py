@@ -70,9 +70,7 @@ def _sampled(pid: int, taken: list[Sample] | stacks.Failed) -> list[Sample] | Un
     if not isinstance(taken, stacks.Failed):
         return taken
     if taken.denied:
-        return procs.no_rights(pid)._replace(
-            message=procs.no_rights(pid).message.replace("memory map", "stacks")
-        )
+        return procs.no_rights(pid, "stacks")
     return Unreadable(
         pid, ExitCode.ENVIRONMENT, f"Expected py-spy to read process {pid}'s stacks, but: {taken.reason}"
     )
