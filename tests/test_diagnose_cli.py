@@ -94,3 +94,20 @@ def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
         sleeper.kill()
         python.wait()
         sleeper.wait()
+
+
+def test_the_readme_shows_the_committed_diagnose_speed() -> None:
+    import csv
+
+    root = Path(__file__).resolve().parent.parent
+    rows = list(csv.DictReader((root / "bench" / "diagnose_speed.csv").read_text().splitlines()))
+    readme = (root / "README.md").read_text()
+    table = readme[readme.index("<!-- diagnose-speed -->") : readme.index("<!-- /diagnose-speed -->")]
+    assert [r["measure"] for r in rows] == [
+        "dump_s",
+        "diagnose_8_ranks_s",
+        "diagnose_8_ranks_5_samples_s",
+        "load_average_1min",
+    ]
+    for row in rows:
+        assert f"| {row['measure']} | {row['value']} |" in table
