@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from patcher.diagnose.verdict import START_RESOLUTION
 from tests.test_json_shape import _readme_fields
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,3 +112,61 @@ def test_the_readme_shows_the_committed_diagnose_speed() -> None:
     ]
     for row in rows:
         assert f"| {row['measure']} | {row['value']} |" in table
+
+
+def _shared_object() -> str:
+    """A real shared object of the runner's standard library, to map as a torch/_C*.so."""
+    import importlib
+
+    for name in ("_ctypes", "_json", "_decimal", "zlib", "_ssl"):
+        path = getattr(importlib.import_module(name), "__file__", None) or ""
+        if path.endswith(".so"):
+            return path
+    pytest.skip("this Python has no standard-library extension module in a shared object")
+
+
+def _loading(torch_dir: Path) -> subprocess.Popen[bytes]:
+    """A Python that maps torch_dir's _C*.so (as `import torch` would) and sleeps."""
+    library = torch_dir / "_C.cpython-3-linux.so"
+    shutil.copyfile(_shared_object(), library)
+    code = f"import ctypes, time; ctypes.CDLL({str(library)!r}); print(flush=True); time.sleep(120)"
+    process = subprocess.Popen([sys.executable, "-c", code, TAG], stdout=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.readline() == b"\n"
+    return process
+
+
+@pytest.mark.parametrize(
+    ("change", "code", "finding", "said"),
+    [
+        pytest.param(None, 1, "eager-torch", "the next deep graph it compiles can hang", id="pristine"),
+        pytest.param(b"x = 1\n", 3, "unknown-torch", "not one torch-lazylog knows", id="unknown"),
+        pytest.param(b"", 4, "unknown-torch", "No such file or directory", id="no-graph-py"),
+    ],
+)
+def test_the_torch_a_process_mapped_is_read_from_its_bytes(
+    change: bytes | None, code: int, finding: str, said: str, release: Any
+) -> None:
+    """A real torch 2.10.0 release tree whose _C*.so a live Python has mapped."""
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    before = graph.read_bytes()
+    process = _loading(torch_dir)
+    try:
+        time.sleep(2 * START_RESOLUTION)  # a change surely after the start, to the clock's tick
+        if change == b"":
+            graph.unlink()
+        elif change is not None:
+            graph.write_bytes(change)
+        exit_code, report, _ = _diagnose(str(process.pid))
+        assert exit_code == code, report
+        (entry,) = report["processes"]
+        assert entry["finding"] == finding and said in entry["message"], report
+        assert entry["torch_dir"] == str(torch_dir) and entry["interpreter"] == sys.executable
+        assert [f["name"] for f in entry["frames"]] == ["<module>"]
+        assert entry["restart"] is (change == b"x = 1\n")  # written after the process started
+        if change is None:
+            assert graph.read_bytes() == before
+            assert report["next"] == f"torch-lazylog apply --python {sys.executable}"
+    finally:
+        process.kill()
+        process.wait()

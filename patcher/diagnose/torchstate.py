@@ -52,13 +52,14 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
 def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     from patcher import engine
 
+    changed = None
     try:
         found = target(process, spec)
         changed = os.stat(found.graph).st_ctime
         report = engine.verify(found, spec)
     except LazylogError as exc:
         version = exc.details.get("torch_version")
-        return TorchFacts(exc.state, exc.code, exc.message, version, None)
+        return TorchFacts(exc.state, exc.code, exc.message, version, changed)
     except OSError as exc:
         message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
         return TorchFacts("unknown", ExitCode.ENVIRONMENT, message, None, None)

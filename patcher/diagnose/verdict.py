@@ -15,6 +15,9 @@ from patcher.errors import ExitCode
 
 Formatting = Literal["eager", "logging", "other"]
 INNERMOST = 5  # frames shown when the process is not formatting
+# A start is known to a clock tick (10 ms, rounded down): a change within this of it may predate it.
+# Nothing is lost: a process imports graph.py seconds after it starts (torch's import alone takes that).
+START_RESOLUTION = 0.05
 
 
 def _named(frame: Frame, name: str, file: str) -> bool:
@@ -71,7 +74,7 @@ def _tally(samples: list[Sample], how: Formatting) -> tuple[int, int, tuple[Fram
 
 def restart_needed(process: ProcessFacts, torch: TorchFacts | None) -> bool:
     changed = torch.changed if torch is not None else None
-    return process.torch_replaced or (changed is not None and changed > process.started)
+    return process.torch_replaced or (changed is not None and changed > process.started + START_RESOLUTION)
 
 
 def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> tuple[Kind, ExitCode]:
