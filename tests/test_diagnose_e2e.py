@@ -232,3 +232,11 @@ def test_without_py_spy_it_says_how_to_get_it(tmp_path: Path) -> None:
         assert done.returncode == 4 and done.stdout == "", done.stderr
         assert "pip install 'torch-lazylog[diagnose]'" in done.stderr and done.stderr.count("\n") == 1
         assert process.poll() is None
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "py-spy").symlink_to(stacks.find())  # on PATH only: found there
+        env["PATH"] = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "patcher", "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 1 and "the next deep graph it compiles can hang" in done.stdout, done.stderr
