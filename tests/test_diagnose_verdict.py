@@ -142,3 +142,12 @@ def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
     assert resolved(root, "/opt/venv/bin/../bin/python3") == "/opt/cpython/bin/python3.12"
     (tmp_path / "loop").symlink_to("/loop")
     assert resolved(root, "/loop/x").startswith("/loop")
+
+
+def test_every_process_entry_has_the_same_fields() -> None:
+    from patcher.diagnose.procs import Unreadable
+
+    found = render.Diagnosed(_process(), EAGER, verdict.decide(_process(), [_recorded()], EAGER))
+    unread = render.unreadable_entry(Unreadable(7, ExitCode.ENVIRONMENT, "Expected to read it"))
+    assert list(render.entry(found)) == list(unread) == list(render.ENTRY_FIELDS)
+    assert unread["finding"] is None and unread["frames"] == [] and unread["exit_code"] == 4

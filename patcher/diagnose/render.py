@@ -101,6 +101,12 @@ def _frames(frames: tuple[Frame, ...]) -> JsonValue:
     return [{"name": f.name, "filename": f.filename, "line": f.line} for f in frames]
 
 
+ENTRY_FIELDS = (
+    "pid", "exit_code", "finding", "message", "next", "command_line", "interpreter", "container", "torch_dir",
+    "torch_dir_read_at", "torch_version", "state", "samples", "in_formatting", "str_depth", "frames", "restart",
+)  # fmt: skip
+
+
 def entry(d: Diagnosed) -> dict[str, JsonValue]:
     p, f = d.process, d.finding
     return {
@@ -125,7 +131,9 @@ def entry(d: Diagnosed) -> dict[str, JsonValue]:
 
 
 def unreadable_entry(u: Unreadable) -> dict[str, JsonValue]:
-    return {"pid": u.pid, "exit_code": int(u.code), "finding": None, "message": u.message, "next": None}
+    """The same fields, null where nothing was read (the frames an empty list)."""
+    fields: dict[str, JsonValue] = dict.fromkeys(ENTRY_FIELDS)
+    return fields | {"pid": u.pid, "exit_code": int(u.code), "message": u.message, "frames": []}
 
 
 def code_of(codes: list[ExitCode]) -> ExitCode:
