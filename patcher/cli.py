@@ -93,6 +93,33 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     commands.revert(python, torch_dir, as_json, verbose)
 
 
+@cli.command(epilog=EXIT_CODE_HELP)
+@click.argument("pids", nargs=-1, type=click.IntRange(min=1), metavar="[PID]...")
+@click.option(
+    "--no-children", is_flag=True, help="Read only the PIDs given, not the processes they started (ranks)."
+)
+@click.option(
+    "--samples", type=click.IntRange(1, 100), default=3, show_default=True, help="Stack dumps per process."
+)
+@click.option(
+    "--interval", type=click.FloatRange(0, 10), default=0.1, show_default=True, help="Seconds between dumps."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text.")
+@click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors.")
+def diagnose(
+    pids: tuple[int, ...], no_children: bool, samples: int, interval: float, as_json: bool, verbose: bool
+) -> None:
+    """Name the hang in a running server, reading only.
+
+    Samples each process's stacks (py-spy: pip install 'torch-lazylog[diagnose]') and reads the torch it
+    loaded as verify does. Exit 1 when a process is in the eager implicit-fallback formatting or runs a
+    torch that formats it eagerly. Without PID: every process this user may read that has torch loaded.
+    """
+    from patcher.diagnose import run
+
+    run.command(run.Options(pids, not no_children, samples, interval), as_json, verbose)
+
+
 @cli.command()
 @click.argument(
     "wheels", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)

@@ -18,7 +18,7 @@ from patcher.errors import ExitCode, Interrupted, LazylogError
 
 if TYPE_CHECKING:
     from patcher.locate import Target
-    from patcher.report import Report
+    from patcher.report import JsonValue, Report
     from patcher.spec import PatchSpec
 
 T = TypeVar("T")
@@ -54,7 +54,12 @@ class Given(NamedTuple):
 
 
 def caught(
-    command: str, as_json: bool, verbose: bool, work: Callable[[], T], given: Given | None = None
+    command: str,
+    as_json: bool,
+    verbose: bool,
+    work: Callable[[], T],
+    given: Given | None = None,
+    extra: dict[str, JsonValue] | None = None,
 ) -> T:
     """Run one command; the single place where errors are caught and turned into an exit code."""
     try:
@@ -63,7 +68,8 @@ def caught(
         if verbose:
             _traceback()
         error = error_report(command, exc.code, exc.message, exc.state, exc.details)
-        finish(error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff), as_json)
+        error = error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff)
+        finish(error, as_json, extra)
     except Interrupted as exc:
         import signal
 
@@ -71,7 +77,7 @@ def caught(
         code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
         from patcher.messages import interrupted
 
-        finish(error_report(command, code, interrupted(name), "unknown", {}), as_json)
+        finish(error_report(command, code, interrupted(name), "unknown", {}), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             _traceback()
@@ -81,7 +87,7 @@ def caught(
         message = (
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
-        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json)
+        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json, extra)
 
 
 def error_report(
@@ -108,10 +114,10 @@ def _traceback() -> None:
     traceback.print_exc()
 
 
-def _render(report: Report, as_json: bool) -> tuple[str, str]:
-    """What goes to stdout and to stderr."""
+def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> tuple[str, str]:
+    """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones."""
     if as_json:
-        return json.dumps(report.to_json(), indent=2) + "\n", ""
+        return json.dumps(report.to_json() | (extra or {}), indent=2) + "\n", ""
     text = report.message
     if report.next:
         ours = report.next.startswith("torch-lazylog ")
@@ -123,12 +129,12 @@ def _render(report: Report, as_json: bool) -> tuple[str, str]:
     return diff + text + "\n", ""
 
 
-def finish(report: Report, as_json: bool) -> NoReturn:
+def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
     A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json)
+    out, err = _render(report, as_json, extra)
     try:
         if err:
             _write(sys.stderr, err)

@@ -21,10 +21,12 @@ EXIT_CODE_HELP = """\b
 Exit codes:
   0  success (apply: patched, already patched or natively lazy;
      verify: torch formats the text lazily; revert: reverted or nothing to do)
-  1  verify: torch formats the text eagerly (graph.py, or a stale unchecked-hash pyc)
-  2  usage error
+  1  verify: torch formats the text eagerly (graph.py, or a stale unchecked-hash pyc);
+     diagnose: a process is in the eager formatting, or runs a torch that formats eagerly
+  2  usage error (diagnose: no such process, or not a Python process)
   3  refused: a graph.py this tool does not know, or one changed since apply
-  4  environment error: torch not found, not writable, broken install
+  4  environment error: torch not found, not writable, broken install;
+     diagnose: a process it may not read (ptrace rights), py-spy missing, no torch loaded
   5  the result could not be printed (stdout closed or full)
   130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""
 

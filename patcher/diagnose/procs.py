@@ -1,0 +1,246 @@
+"""What /proc says about a process: the torch it loaded, its interpreter, its start, its descendants.
+
+Read only, and only what a reader with ptrace rights over the process may read (its maps, environ,
+root and exe links); nothing of the process's own interpreter is run.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+from patcher.diagnose.model import ProcessFacts
+from patcher.errors import ExitCode
+
+PROC = Path("/proc")
+_DELETED = " (deleted)"
+
+
+class Unreadable(NamedTuple):
+    """A process diagnose could not read, and why: a finished sentence and its exit code."""
+
+    pid: int
+    code: ExitCode
+    message: str
+
+
+def exists(pid: int) -> bool:
+    return (PROC / str(pid) / "stat").exists()
+
+
+def _stat_fields(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
+    text = (PROC / str(pid) / "stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def started(pid: int) -> float:
+    """Epoch seconds: its start in clock ticks after boot, against the boot clock."""
+    ticks = int(_stat_fields(pid)[19])
+    booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+    return booted + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def parents() -> dict[int, int]:
+    """pid -> parent pid of every process now."""
+    found = {}
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = int(_stat_fields(int(entry.name))[1])
+            except (OSError, ValueError, IndexError):
+                continue  # gone meanwhile
+    return found
+
+
+def descendants(pid: int, tree: dict[int, int]) -> list[int]:
+    """Every process below `pid` (the ranks a server starts), in pid order."""
+    below: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in tree.items() if parent in frontier} - below
+        below |= frontier
+    return sorted(below)
+
+
+def loaded_files(pid: int) -> list[str]:
+    """The files mapped into the process, as it names them (raises PermissionError without rights)."""
+    names = []
+    for line in (PROC / str(pid) / "maps").read_text().splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) == 6 and fields[5].startswith("/"):
+            names.append(fields[5])
+    return list(dict.fromkeys(names))
+
+
+def torch_library(files: list[str]) -> str | None:
+    """torch/_C*.so (with ` (deleted)` when it was removed after loading)."""
+    for name in files:
+        path = name.removesuffix(_DELETED)
+        if path.rsplit("/", 2)[-2:-1] == ["torch"] and path.rsplit("/", 1)[-1].startswith("_C."):
+            return name
+    return None
+
+
+def is_python(pid: int, files: list[str]) -> bool:
+    """A CPython: its executable is a python, or it maps libpython (an embedding server)."""
+    exe = _link(pid, "exe") or ""
+    names = [exe, *files]
+    return any(n.rsplit("/", 1)[-1].startswith(("python", "libpython")) for n in names)
+
+
+def _link(pid: int, name: str) -> str | None:
+    try:
+        return os.readlink(PROC / str(pid) / name)
+    except OSError:
+        return None
+
+
+def root_of(pid: int) -> str:
+    """'' when the process sees the files as this tool does; else /proc/PID/root to reach them."""
+    own = _link(os.getpid(), "ns/mnt")
+    if _link(pid, "ns/mnt") == own and _link(pid, "root") == "/":
+        return ""
+    return str(PROC / str(pid) / "root")
+
+
+def environ(pid: int) -> dict[str, str]:
+    try:
+        data = (PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (item.partition(b"=") for item in data.split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        data = (PROC / str(pid) / "cmdline").read_bytes()
+    except OSError:
+        return []
+    return [word.decode(errors="replace") for word in data.split(b"\0") if word]
+
+
+def resolved(root: str, path: str) -> str:
+    """`path` with its symlinks followed inside `root` (a venv's absolute `bin/python` link names a
+    file of the container, which the host's own resolution would look for on the host)."""
+    parts, done, hops = path.split("/"), "", 0
+    while parts:
+        part = parts.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            done = os.path.dirname(done)
+            continue
+        try:
+            link = os.readlink(root + done + "/" + part)
+        except OSError:
+            done += "/" + part
+            continue
+        hops += 1
+        if hops > 40:  # a loop: what is left stays unresolved
+            return done + "/" + "/".join([part, *parts])
+        done = "" if link.startswith("/") else done
+        parts = link.split("/") + parts
+    return done or "/"
+
+
+def _same_file(root: str, a: str, b: str) -> bool:
+    return resolved(root, a) == resolved(root, b)
+
+
+def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> str:
+    """The interpreter as the process names it: a venv's bin/python (its exe link names the base
+    interpreter, which does not import the venv's torch), else the exe link itself."""
+    from patcher.locate import owner_candidates
+
+    exe = (_link(pid, "exe") or "").removesuffix(_DELETED)
+    named = [argv[0]] if argv and argv[0].startswith("/") else []
+    site = os.path.dirname(torch_dir) if torch_dir else ""
+    for candidate in [*named, *owner_candidates(site)]:
+        if exe and _same_file(root, candidate, exe):
+            return candidate
+    return exe or (argv[0] if argv else "python")
+
+
+def no_rights(pid: int, what: str = "memory map") -> Unreadable:
+    return Unreadable(
+        pid,
+        ExitCode.ENVIRONMENT,
+        f"Expected to read process {pid}'s {what}, but this user may not (no ptrace rights over it). "
+        "Run diagnose as root or as the process's user; in Docker start the container with "
+        "`--cap-add SYS_PTRACE` or diagnose from the host; in Kubernetes add "
+        "`securityContext.capabilities.add: [SYS_PTRACE]`",
+    )
+
+
+def read(pid: int) -> ProcessFacts | Unreadable | None:
+    """The process's facts; None for a Python without torch loaded (not ours to judge)."""
+    if not exists(pid):
+        return Unreadable(
+            pid, ExitCode.USAGE, f"Expected a running process {pid}, found none: pass the server's PID"
+        )
+    try:
+        files = loaded_files(pid)
+        start = started(pid)
+    except PermissionError:
+        return no_rights(pid)
+    except (OSError, ValueError, IndexError):
+        return Unreadable(pid, ExitCode.USAGE, f"Expected a running process {pid}, but it ended while read")
+    library = torch_library(files)
+    if library is None:
+        return None if is_python(pid, files) else not_python(pid)
+    return _facts(pid, files, start, library)
+
+
+def not_python(pid: int) -> Unreadable:
+    name = " ".join(command_line(pid)[:1]) or "?"
+    return Unreadable(
+        pid,
+        ExitCode.USAGE,
+        f"Expected a Python process at PID {pid}, found {name}, which is not Python and started no "
+        "Python with torch: pass the PID of the server (or of its ranks)",
+    )
+
+
+def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFacts:
+    root = root_of(pid)
+    torch_dir = os.path.dirname(library.removesuffix(_DELETED))
+    argv = command_line(pid)
+    env = environ(pid)
+    return ProcessFacts(
+        pid=pid,
+        command=" ".join(argv),
+        interpreter=interpreter(pid, root, argv, torch_dir),
+        started=start,
+        root=root,
+        torch_dir=torch_dir,
+        torch_seen_at=root + torch_dir,
+        torch_replaced=library.endswith(_DELETED),
+        torch_logs=env.get("TORCH_LOGS"),
+        pycache_prefix=_prefix(env.get("PYTHONPYCACHEPREFIX"), root),
+    )
+
+
+def _prefix(value: str | None, root: str) -> str | None:
+    return root + value if value and value.startswith("/") else None
+
+
+def with_torch() -> tuple[list[int], int]:
+    """Every process this user may read that has torch loaded, and how many it may not read."""
+    found, unreadable = [], 0
+    for entry in sorted(PROC.iterdir(), key=lambda p: (len(p.name), p.name)):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            files = loaded_files(int(entry.name))
+        except PermissionError:
+            unreadable += 1
+            continue
+        except OSError:
+            continue
+        if torch_library(files) is not None:
+            found.append(int(entry.name))
+    return found, unreadable

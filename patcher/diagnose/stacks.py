@@ -1,0 +1,103 @@
+"""Stack samples of live processes: py-spy's JSON dump (`py-spy dump --json --pid PID`), parsed.
+
+py-spy is the optional extra `torch-lazylog[diagnose]`: a static binary installed beside the tool's
+interpreter (its scripts directory), or anywhere on PATH. A dump pauses the process for the few
+milliseconds it reads its frames; it changes nothing in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from patcher.diagnose.model import Frame, Sample, Stack
+from patcher.errors import ExitCode, LazylogError
+
+TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process
+MISSING = (
+    "Expected py-spy (the stack sampler diagnose reads processes with) beside {python} or on PATH, "
+    "found none. Install the extra into the tool's environment: pip install 'torch-lazylog[diagnose]'"
+)
+
+
+def find() -> str:
+    places = [Path(sys.executable).parent, Path(sysconfig.get_path("scripts"))]
+    for place in places:
+        candidate = place / "py-spy"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("py-spy")
+    if found is None:
+        raise LazylogError(ExitCode.ENVIRONMENT, MISSING.format(python=sys.executable))
+    return found
+
+
+def parse(text: str) -> Sample:
+    """One dump's JSON: a list of threads, each with its frames innermost first."""
+    threads = json.loads(text)
+    return tuple(
+        Stack(
+            str(thread.get("thread_name") or thread.get("thread_id")),
+            tuple(Frame(str(f["name"]), str(f["filename"]), int(f["line"])) for f in thread["frames"]),
+        )
+        for thread in threads
+    )
+
+
+class Failed(Exception):
+    """py-spy could not read the process: its last line, and whether rights were the reason."""
+
+    def __init__(self, reason: str, denied: bool) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.denied = denied
+
+
+def dump(spy: str, pid: int) -> Sample:
+    try:
+        done = subprocess.run(
+            [spy, "dump", "--json", "--pid", str(pid)],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise Failed(f"py-spy did not answer within {TIMEOUT:.0f} s", False) from exc
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.startswith(("Error", "Permission"))]
+        reason = (lines or done.stderr.strip().splitlines() or ["no output"])[0]
+        raise Failed(reason.removeprefix("Error: ").rstrip("."), "ermission" in done.stderr)
+    try:
+        return parse(done.stdout)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise Failed("py-spy printed something other than its JSON dump", False) from exc
+
+
+def series(spy: str, pid: int, count: int, interval: float) -> list[Sample] | Failed:
+    """`count` dumps `interval` seconds apart; what was taken before the process ended counts."""
+    taken: list[Sample] = []
+    for index in range(count):
+        if index:
+            time.sleep(interval)
+        try:
+            taken.append(dump(spy, pid))
+        except Failed as failed:
+            return taken if taken and not failed.denied else failed
+    return taken
+
+
+def sample_all(spy: str, pids: list[int], count: int, interval: float) -> dict[int, list[Sample] | Failed]:
+    """Every process at once: a server's ranks are read in the time one takes."""
+    if not pids:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(len(pids), 32)) as pool:
+        futures = {pid: pool.submit(series, spy, pid, count, interval) for pid in pids}
+        return {pid: future.result() for pid, future in futures.items()}

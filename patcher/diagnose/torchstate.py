@@ -1,0 +1,66 @@
+"""The torch a process loaded, read as verify reads a `--torch-dir` tree: from its bytes alone.
+
+The process's interpreter is never run (from the host it may not even run): the pycs are judged for
+the cache tag of the Python whose site directory holds torch, and a hash-based pyc's source hash is
+computed here.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+from patcher.diagnose.model import ProcessFacts, TorchFacts
+from patcher.errors import ExitCode, LazylogError
+from patcher.interpreter import Interpreter
+from patcher.locate import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Target, find_dist_info, read_torch_version
+from patcher.spec import PatchSpec
+
+_VERSION = re.compile(r"/python(3)\.(\d+)t?/(?:site|dist)-packages/torch$")
+
+
+def cache_tag(torch_dir: str) -> str | None:
+    """cpython-3XX from the site directory torch lives in (`.../lib/python3.12/site-packages`)."""
+    match = _VERSION.search(torch_dir)
+    return f"cpython-{match[1]}{match[2]}" if match else sys.implementation.cache_tag
+
+
+def target(process: ProcessFacts, spec: PatchSpec) -> Target:
+    assert process.torch_dir is not None and process.torch_seen_at is not None
+    directory = Path(process.torch_seen_at)
+    dist_info = find_dist_info(directory, spec)
+    reader = Interpreter(
+        executable=sys.executable,
+        version=".".join(map(str, sys.version_info[:3])),
+        cache_tag=cache_tag(process.torch_dir),
+        pycache_prefix=process.pycache_prefix,
+        in_process=True,  # nothing is compiled: only a hash-based pyc's source hash, here
+    )
+    return Target(
+        interpreter=reader,
+        torch_dir=directory,
+        graph=directory / spec.file,
+        dist_info=dist_info,
+        undo_path=dist_info / UNDO_NAME if dist_info else directory.parent / UNDO_NAME_NO_DIST_INFO,
+        torch_version=read_torch_version(directory, dist_info),
+        owner=process.interpreter,
+    )
+
+
+def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
+    from patcher import engine
+
+    changed = None
+    try:
+        found = target(process, spec)
+        changed = os.stat(found.graph).st_ctime
+        report = engine.verify(found, spec)
+    except LazylogError as exc:
+        version = exc.details.get("torch_version")
+        return TorchFacts(exc.state, exc.code, exc.message, version, changed)
+    except OSError as exc:
+        message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
+        return TorchFacts("unknown", ExitCode.ENVIRONMENT, message, None, None)
+    return TorchFacts(report.state, report.code, report.message, report.torch_version, changed)

@@ -1,0 +1,242 @@
+"""diagnose on live processes: the custom-op chain compiled unpatched by real torch 2.10.0 in the
+background (tests/scenarios/chain.py, a fresh Inductor cache each), read while it is in the slow path.
+Every process a test starts is killed in a finally."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import pytest
+
+from patcher.diagnose import procs, stacks, verdict
+from tests.conftest import need, torch_venv
+from tests.test_diagnose_cli import _diagnose, _text
+from tests.test_e2e import _tool
+
+SCENARIO = Path(__file__).parent / "scenarios" / "chain.py"
+TAG = "diagnose-e2e"  # an argument that marks this suite's processes
+DEEP = 26  # minutes unpatched: still formatting when read
+
+pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
+
+
+@contextmanager
+def _running(command: list[str], tmp: Path, name: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp))
+    env |= variables
+    out = (tmp / f"{name}.out").open("w")
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True, env=env,
+                               start_new_session=True)  # fmt: skip
+    try:
+        yield process
+    finally:
+        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        process.wait(timeout=30)
+        out.close()
+
+
+def _chain(venv: Path, depth: int, *extra: str) -> list[str]:
+    return [str(venv / "bin" / "python"), str(SCENARIO), TAG, str(depth), *extra]
+
+
+def _formatting(pid: int, timeout: float = 300, how: str = "eager") -> None:
+    """Until a py-spy dump shows the process in the eager formatting (or the one `how` names)."""
+    spy, end = stacks.find(), time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            sample = stacks.dump(spy, pid)
+        except stacks.Failed:
+            sample = ()
+        if any((f := verdict.formatting(s)) and f[0] == how for s in sample):
+            return
+        time.sleep(0.5)
+    pytest.fail(f"process {pid} never reached the {how} formatting in {timeout:.0f} s")
+
+
+def _pristine(venv: Path) -> None:
+    code, report = _tool(venv, "revert")  # an interrupted run elsewhere may have left it patched
+    assert code == 0, report
+
+
+def _torch_dir(venv: Path) -> str:
+    (found,) = venv.glob("lib/python3.*/site-packages/torch")
+    return str(found)
+
+
+def _torch_files(venv: Path) -> dict[str, tuple[bytes, int, int]]:
+    """graph.py's directory and torch's dist-info: bytes, mode, mtime (the whole tree is 7 GB)."""
+    torch_dir = Path(_torch_dir(venv))
+    (dist_info,) = torch_dir.parent.glob("torch-*.dist-info")
+    places = [torch_dir / "_inductor", torch_dir / "_inductor" / "__pycache__", dist_info]
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mode, p.stat().st_mtime_ns)
+        for place in places
+        for p in sorted(place.iterdir())
+        if p.is_file()
+    } | {str(place): (b"", 0, place.stat().st_mtime_ns) for place in [torch_dir, *places]}
+
+
+def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP), tmp_path, "deep") as process:
+        _formatting(process.pid)
+        before = _torch_files(venv)
+        start = time.monotonic()
+        code, report, _ = _diagnose(str(process.pid))
+        assert time.monotonic() - start < 30
+        assert _torch_files(venv) == before  # read, never written: not even a pyc or a lock file
+        assert code == 1 and report["exit_code"] == 1 and report["state"] == "pristine", report
+        (entry,) = report["processes"]
+        assert entry["finding"] == "eager-formatting" and entry["pid"] == process.pid
+        assert entry["in_formatting"] >= 1 and entry["str_depth"] >= 10
+        assert entry["torch_dir"] == _torch_dir(venv)
+        names = [f["name"] for f in entry["frames"]]
+        assert "OperatorIssue.operator_str" in names and "GraphLowering.call_function" in names
+        assert report["next"] == f"torch-lazylog apply --python {venv / 'bin' / 'python'}"
+        text = _text(str(process.pid))
+        assert text.returncode == 1 and "nested __str__ frames" in text.stdout
+        assert _torch_dir(venv) in text.stdout and "Next: torch-lazylog apply --python" in text.stdout
+        time.sleep(1)
+        assert process.poll() is None  # still compiling: read, not harmed
+        _formatting(process.pid, timeout=10)
+
+
+def test_a_parent_reports_both_ranks(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP, "--ranks", "2"), tmp_path, "ranks") as parent:
+        end = time.monotonic() + 60
+        while len(ranks := procs.descendants(parent.pid, procs.parents())) < 2 and time.monotonic() < end:
+            time.sleep(0.2)
+        assert len(ranks) == 2
+        for rank in ranks:
+            _formatting(rank)
+        code, report, _ = _diagnose(str(parent.pid))
+        assert code == 1, report
+        assert sorted(e["pid"] for e in report["processes"]) == ranks  # the parent has no torch loaded
+        assert {e["finding"] for e in report["processes"]} == {"eager-formatting"}
+        code, report, _ = _diagnose(str(parent.pid), "--no-children")
+        assert code == 4 and "has not imported torch" in report["message"], report
+
+
+def test_a_diagnosed_run_ends_as_an_undiagnosed_one(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with (
+        _running(_chain(venv, 22), tmp_path, "plain") as plain,
+        _running(_chain(venv, 22), tmp_path, "read") as read,
+    ):
+        _formatting(read.pid)
+        for _ in range(3):
+            code, report, _ = _diagnose(str(read.pid))
+            assert code == 1 and report["processes"][0]["finding"] == "eager-formatting", report
+        assert read.wait(timeout=600) == 0 and plain.wait(timeout=600) == 0
+    ours, theirs = (tmp_path / "read.out").read_text(), (tmp_path / "plain.out").read_text()
+    assert ours == theirs and ours.endswith("done\n")
+
+
+def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    try:
+        with _running(_chain(venv, DEEP), tmp_path, "before") as before:
+            _formatting(before.pid)
+            assert _tool(venv, "apply")[0] == 0
+            code, report, _ = _diagnose(str(before.pid))
+            (entry,) = report["processes"]
+            assert code == 1 and entry["restart"] is True and entry["state"] == "patched", report
+            assert "restart it" in entry["message"] and entry["next"] is None
+        with _running(_chain(venv, DEEP, "--stay"), tmp_path, "after") as after:
+            end = time.monotonic() + 300
+            while "done" not in (tmp_path / "after.out").read_text() and time.monotonic() < end:
+                time.sleep(0.5)
+            assert "done" in (tmp_path / "after.out").read_text()
+            code, report, _ = _diagnose(str(after.pid))
+            (entry,) = report["processes"]
+            assert code == 0 and entry["finding"] == "lazy" and entry["restart"] is False, report
+            assert report["next"] is None
+        with _running(_chain(venv, DEEP), tmp_path, "info", TORCH_LOGS="inductor") as info:
+            _formatting(info.pid, how="logging")  # lazy, and built all the same: INFO emits it
+            code, report, _ = _diagnose(str(info.pid))
+            (entry,) = report["processes"]
+            assert code == 0 and entry["finding"] == "info-formatting", report
+            assert "TORCH_LOGS=inductor" in entry["message"] and entry["str_depth"] >= 10
+    finally:
+        _pristine(venv)
+
+
+def test_no_pid_finds_every_process_with_torch(tmp_path: Path) -> None:
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    with _running(_chain(venv, DEEP), tmp_path, "any") as process:
+        _formatting(process.pid)
+        code, report, _ = _diagnose()
+        assert code == 1 and process.pid in [e["pid"] for e in report["processes"]], report
+
+
+@pytest.mark.image
+def test_a_container_is_diagnosed_from_the_host() -> None:
+    from tests import images
+
+    need(images.engine)
+    base = need(images.rocm_base)
+    assert isinstance(base, str)
+    name = f"torch-lazylog-diagnose-{os.getpid()}"
+    started = images.docker(
+        "run", "-d", "--rm", "--name", name, "-e", "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",
+        "-v", f"{SCENARIO.parent}:/scenario:ro", base,
+        "/opt/venv/bin/python", "/scenario/chain.py", TAG, str(DEEP),
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    try:
+        pid = int(images.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip())
+        _formatting(pid)
+        code, report, _ = _diagnose(str(pid))
+        (entry,) = report["processes"]
+        assert code == 1 and entry["finding"] == "eager-formatting" and entry["container"] is True, report
+        assert entry["torch_dir"].startswith("/opt/venv/lib/python3.")
+        assert entry["torch_dir_read_at"] == f"/proc/{pid}/root{entry['torch_dir']}"
+        assert entry["interpreter"] == "/opt/venv/bin/python" and entry["state"] == "pristine"
+        assert report["next"] == "torch-lazylog apply --python /opt/venv/bin/python"
+        assert "inside its container" in entry["message"] and entry["str_depth"] >= 10
+        assert images.docker("inspect", "-f", "{{.State.Running}}", name).stdout.strip() == "true"
+    finally:
+        images.docker("rm", "-f", name)
+
+
+def test_without_py_spy_it_says_how_to_get_it(tmp_path: Path) -> None:
+    """The tool run by an interpreter with no py-spy beside it (the torch venv's) and none on PATH."""
+    import click
+
+    venv = torch_venv("2.10.0")
+    imports = "import torch, time; time.sleep(120)"
+    with _running([str(venv / "bin" / "python"), "-c", imports, TAG], tmp_path, "torch") as process:
+        end = time.monotonic() + 120
+        while procs.torch_library(procs.loaded_files(process.pid)) is None and time.monotonic() < end:
+            time.sleep(0.2)
+        assert click.__file__ is not None
+        path = os.pathsep.join([str(SCENARIO.parent.parent.parent), str(Path(click.__file__).parent.parent)])
+        env = dict(os.environ, PYTHONPATH=path, PATH="/usr/bin:/bin")
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "patcher", "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 4 and done.stdout == "", done.stderr
+        assert "pip install 'torch-lazylog[diagnose]'" in done.stderr and done.stderr.count("\n") == 1
+        assert process.poll() is None
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "py-spy").symlink_to(stacks.find())  # on PATH only: found there
+        env["PATH"] = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "patcher", "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 1 and "the next deep graph it compiles can hang" in done.stdout, done.stderr
