@@ -44,6 +44,8 @@ def plain(argv: list[str]) -> dict[str, str | bool | None] | None:
         else:
             return None
     for name, variable in _VALUED.items():
+        if name not in found and os.environ.get(variable):
+            found[f"env{name}"] = True  # the value came from the variable: errors name it
         found.setdefault(name, os.environ.get(variable) or None)
     return found
 
@@ -69,8 +71,9 @@ def _run(commands: ModuleType, options: dict[str, str | bool | None]) -> None:
     python, torch_dir = options["--python"], options["--torch-dir"]
     assert not isinstance(python, bool) and not isinstance(torch_dir, bool)
     as_json, verbose = bool(options["json"]), bool(options["verbose"])
+    env = tuple(name for name in _VALUED if options.get(f"env{name}"))
     if options["command"] == "apply":
-        commands.apply(python, torch_dir, as_json, verbose, bool(options["dry_run"]))
+        commands.apply(python, torch_dir, as_json, verbose, bool(options["dry_run"]), env)
     if options["command"] == "revert":
-        commands.revert(python, torch_dir, as_json, verbose)
-    commands.verify(python, torch_dir, as_json, verbose, runtime=False)
+        commands.revert(python, torch_dir, as_json, verbose, env)
+    commands.verify(python, torch_dir, as_json, verbose, False, env)

@@ -180,5 +180,6 @@ def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
     return environment(
         f"Expected `import torch` to find torch for {interpreter.executable} "
         f"(Python {interpreter.version}), but it found none{why}. "
-        "Install torch there, or pass --python or --torch-dir to point at the right one."
+        "Install torch there, or pass --python with the interpreter that has it (or --torch-dir with its "
+        "torch directory)."
     )

@@ -180,6 +180,19 @@ def reinstall(python: str | None, version: str | None, vendor: bool, installer: 
     return f"{python} -m pip install --force-reinstall --no-deps torch=={version}"
 
 
+def from_variable(message: str, option: str, variable: str, value: str) -> str:
+    """A message about a value that came from `variable`, not `option`: it names the variable, and
+    its advice is to change the variable (the option on a command line still wins over it)."""
+    for said, instead in (
+        (f"pass {option} with", f"set {variable} to"),
+        (f"Pass {option} with", f"Set {variable} to"),
+        (f"leave {option} out", f"unset {variable}"),
+    ):
+        message = message.replace(said, instead)
+    message = message.replace(option, variable).rstrip(".")
+    return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
+
+
 def interrupted(signal_name: str) -> str:
     return (
         f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
