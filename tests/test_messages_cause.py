@@ -46,7 +46,10 @@ def test_a_graph_py_that_is_not_a_regular_file_says_what_it_is(
     done = tool(command, "--torch-dir", str(torch_dir), "--json", timeout=60)  # a FIFO must not block
     report = json.loads(done.stdout)
     assert done.returncode == 4 and report["exit_code"] == 4
-    assert f"Expected _inductor/graph.py in {torch_dir} to be a regular file, {said} {graph}" in report["message"]
+    assert (
+        f"Expected _inductor/graph.py in {torch_dir} to be a regular file, {said} {graph}"
+        in report["message"]
+    )
     assert "without it" not in report["message"] and "Traceback" not in done.stderr
     assert snapshot(torch_dir.parent) == before
 
@@ -85,7 +88,9 @@ def test_a_bad_torch_dir_from_the_variable_names_the_variable(
     _make("fifo", torch_dir / "_inductor" / "graph.py")
     code, err = path(["apply"], {"TORCH_LAZYLOG_TORCH_DIR": str(torch_dir)})
     assert code == 4, err
-    assert "found a FIFO (named pipe)" in err and "set TORCH_LAZYLOG_TORCH_DIR to the `torch` directory" in err
+    assert (
+        "found a FIFO (named pipe)" in err and "set TORCH_LAZYLOG_TORCH_DIR to the `torch` directory" in err
+    )
     assert "--torch-dir with" not in err
 
     gone = torch_dir.parent / "elsewhere" / "torch"
