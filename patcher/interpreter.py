@@ -34,6 +34,15 @@ _LAUNCHER = (
     "sys.argv = sys.argv[1:]\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
+# The same for a module packed in a zip (the single-file build), whose file is no path another
+# interpreter can open: its source comes first in argv, then the module's name for tracebacks.
+_SOURCE_LAUNCHER = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "source, sys.argv = sys.argv[1], sys.argv[2:]\n"
+    "exec(compile(source, sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n"
+)
 
 
 class Interpreter(NamedTuple):
@@ -91,8 +100,7 @@ def run_module(
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed
 
-    assert module.__file__ is not None
-    command = [python, "-B", "-c", _LAUNCHER, module.__file__, *(args or [])]
+    command = [python, "-B", "-c", *_launch(module), *(args or [])]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
             command,
@@ -107,6 +115,17 @@ def run_module(
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
     except OSError as exc:
         raise environment(_unrunnable(python, what, exc)) from exc
+
+
+def _launch(module: ModuleType) -> list[str]:
+    """The launcher and what it runs: the module's file, or its source when it has no file."""
+    assert module.__file__ is not None
+    if os.path.isfile(module.__file__):
+        return [_LAUNCHER, module.__file__]
+    loader = module.__spec__.loader if module.__spec__ else None
+    source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
+    assert source is not None, f"{module.__name__} has no source to run"
+    return [_SOURCE_LAUNCHER, source, module.__file__]
 
 
 def _unrunnable(python: str, what: str, exc: OSError) -> str:

@@ -193,6 +193,16 @@ def from_variable(message: str, option: str, variable: str, value: str) -> str:
     return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
 
 
+def missing_dependency(module: str, what: str) -> str:
+    """What needs a dependency that is not there (the single-file build carries none)."""
+    return (
+        f"Expected {module} to {what}, but it is not installed for this Python (the single-file "
+        "torch-lazylog.pyz carries no dependencies: it runs plain apply, verify and revert lines on "
+        "known releases). Nothing was written; install the torch-lazylog wheel, which brings click and "
+        f"libcst, and run torch-lazylog from it"
+    )
+
+
 def interrupted(signal_name: str) -> str:
     return (
         f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
