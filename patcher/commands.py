@@ -47,13 +47,18 @@ class Given(NamedTuple):
         if step is None:
             return None
         if step == "reinstall":
-            from patcher.messages import reinstall
+            from patcher.messages import Layout, reinstall
 
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
             vendor = details.get("vendor") == "yes"
             quoted = _quote(python) if python else None
-            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"))
+            import shutil  # only for advice
+
+            layout = Layout(
+                details.get("managed") == "yes", details.get("pip") != "no", bool(shutil.which("uv"))
+            )
+            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"), layout)
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
         return "torch-lazylog " + step + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
 

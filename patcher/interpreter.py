@@ -53,6 +53,8 @@ class Interpreter(NamedTuple):
     in_process: bool = False
     prefix: str = ""
     path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
+    externally_managed: bool = False  # PEP 668 (a venv never is)
+    has_pip: bool | None = None  # whether it can `import pip` (None: not looked for)
 
 
 class Found(NamedTuple):
@@ -180,7 +182,7 @@ def _text(value: object) -> str | None:
 def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
     info = _info(python, find_torch)
-    path = info.get("path")
+    path, pip = info.get("path"), info.get("pip")
     interpreter = Interpreter(
         executable=str(info["executable"] or python or sys.executable),
         version=str(info["version"]),
@@ -189,6 +191,8 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
         in_process=in_process(python),
         prefix=str(info.get("prefix") or ""),
         path=tuple(str(p) for p in path) if isinstance(path, list) else (),
+        externally_managed=info.get("externally_managed") is True,
+        has_pip=pip if isinstance(pip, bool) else None,
     )
     found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
     return interpreter, found
