@@ -68,13 +68,38 @@ def same(row_path: str, path: str, base: str = "") -> bool:
     )
 
 
+def _ends_a_path(record: bytes, at: int, size: int) -> bool:
+    """Whether the name found at `at` is a whole last component of a row's path: after a `/`, a
+    quote or the start of a line, before the comma or quote that ends the field."""
+    before = record[at - 1 : at] if at else b"\n"
+    return before in (b"/", b'"', b"\n", b"\r") and record[at + size : at + size + 1] in (b",", b'"')
+
+
+# rows()'s answers about the last RECORD it read (kept with it, so `is` tells the same bytes): every
+# command asks about one RECORD several times, and the scan for a short name costs more than the
+# rest of the work. Another RECORD replaces them all.
+_seen: list[tuple[bytes, dict[tuple[str, str], tuple[Row, ...]]]] = []
+
+
 def rows(record: bytes, path: str, base: str = "") -> list[Row]:
     """The rows of a RECORD that name `path`, in any form, with byte offsets: the one way this tool
     reads RECORD."""
+    if not _seen or _seen[0][0] is not record:
+        _seen[:] = [(record, {})]
+    answers = _seen[0][1]
+    if (path, base) not in answers:
+        answers[(path, base)] = tuple(_scan(record, path, base))
+    return list(answers[(path, base)])
+
+
+def _scan(record: bytes, path: str, base: str) -> list[Row]:
     key = posixpath.basename(path).encode("utf-8")
     found: list[Row] = []
     at = record.find(key)
     while at != -1:
+        if not _ends_a_path(record, at, len(key)):  # timid: "subgraph.py", "graph.pyi": another file
+            at = record.find(key, at + 1)
+            continue
         start = max(record.rfind(b"\n", 0, at), record.rfind(b"\r", 0, at)) + 1
         end = record.find(b"\n", at)
         end = len(record) if end == -1 else end + 1

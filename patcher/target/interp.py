@@ -43,13 +43,16 @@ def path_entry(torch_dir: str, path: list[str]) -> str | None:
 
 
 def _find_torch(path: list[str], found: Info) -> None:
+    import importlib.machinery
     import importlib.util  # only to find torch
 
     saved = sys.path[:]
     sys.path[:] = path
     try:
         spec = importlib.util.find_spec("torch")  # a top-level package: found, not executed
-        found["pip"] = importlib.util.find_spec("pip") is not None  # for the reinstall advice
+        # For the reinstall advice. The path finder alone: pip is a package on sys.path, and a meta
+        # path finder (setuptools' distutils hack) makes the lookup of "pip" cost more than verify.
+        found["pip"] = importlib.machinery.PathFinder.find_spec("pip", path) is not None
     except Exception as exc:  # a broken path hook or .pth: report it, do not crash
         found["error"] = f"{type(exc).__name__}: {exc}"
         return

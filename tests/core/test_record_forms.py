@@ -107,3 +107,16 @@ def test_without_removes_every_form(spelling: str) -> None:
 def test_without_noop_for_another_file() -> None:
     data = _record(GRAPH, f"/elsewhere/{UNDO}")
     assert record.without(data, UNDO, SITE) == data
+
+
+def test_rows_answers_each_record_by_its_own_bytes() -> None:
+    """rows() remembers its answers about the last RECORD it read: never another RECORD's."""
+    first = _record(GRAPH)
+    assert [r.path for r in record.rows(first, GRAPH, SITE)] == [GRAPH]
+    answer = record.rows(first, GRAPH, SITE)
+    answer.clear()  # a caller's list is its own
+    assert len(record.rows(first, GRAPH, SITE)) == 1
+    second = _record(f"./{GRAPH}", f"{SITE}/{GRAPH}")
+    assert [r.path for r in record.rows(second, GRAPH, SITE)] == [f"./{GRAPH}", f"{SITE}/{GRAPH}"]
+    assert [r.path for r in record.rows(second, GRAPH)] == [f"./{GRAPH}"]  # another base: asked anew
+    assert [r.path for r in record.rows(first, GRAPH, SITE)] == [GRAPH]
