@@ -47,6 +47,17 @@ def target_options(func: F) -> F:
     return func
 
 
+def _from_env() -> tuple[str, ...]:
+    """The target options whose value click took from their environment variable."""
+    context = click.get_current_context()
+    sources = {"--python": "python", "--torch-dir": "torch_dir"}
+    return tuple(
+        flag
+        for flag, name in sources.items()
+        if context.get_parameter_source(name) == click.core.ParameterSource.ENVIRONMENT
+    )
+
+
 @click.group(epilog=EXIT_CODE_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-lazylog")
 def cli() -> None:
@@ -64,7 +75,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
 
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
-    commands.apply(python, torch_dir, as_json, verbose, dry_run)
+    commands.apply(python, torch_dir, as_json, verbose, dry_run, _from_env())
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -80,7 +91,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Exit 0 when the installed torch formats the implicit-fallback log lazily (what is left to tidy is
     listed, with the command that does it); exit 1 when it formats eagerly.
     """
-    commands.verify(python, torch_dir, as_json, verbose, runtime)
+    commands.verify(python, torch_dir, as_json, verbose, runtime, _from_env())
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
@@ -90,7 +101,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
-    commands.revert(python, torch_dir, as_json, verbose)
+    commands.revert(python, torch_dir, as_json, verbose, _from_env())
 
 
 @cli.command(epilog=EXIT_CODE_HELP)

@@ -30,11 +30,16 @@ def _quote(word: str) -> str:
     return shlex.quote(word)
 
 
+VARIABLES = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
+
+
 class Given(NamedTuple):
-    """The target options as the user gave them (or their environment variables): advice repeats them."""
+    """The target options as the user gave them (or their environment variables): advice repeats them.
+    `from_env` names the options whose value came from their variable, so errors name the variable."""
 
     python: str | None = None
     torch_dir: str | None = None
+    from_env: tuple[str, ...] = ()
 
     def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
         """The next step as a command line to run as it is (or, for a reinstall no command can
@@ -42,13 +47,18 @@ class Given(NamedTuple):
         if step is None:
             return None
         if step == "reinstall":
-            from patcher.messages import reinstall
+            from patcher.messages import Layout, reinstall
 
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
             vendor = details.get("vendor") == "yes"
             quoted = _quote(python) if python else None
-            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"))
+            import shutil  # only for advice
+
+            layout = Layout(
+                details.get("managed") == "yes", details.get("pip") != "no", bool(shutil.which("uv"))
+            )
+            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"), layout)
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
         return "torch-lazylog " + step + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
 
@@ -173,9 +183,10 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]
     finish(report._replace(next=given.command(report.next, details)), as_json)
 
 
-def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpec]:
+def _target(given: Given) -> tuple[Target, PatchSpec]:
     from patcher import locate, spec
 
+    python, torch_dir = given.python, given.torch_dir
     for option, value in (("--python", python), ("--torch-dir", torch_dir)):
         if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
             raise LazylogError(
@@ -184,26 +195,51 @@ def _target(python: str | None, torch_dir: str | None) -> tuple[Target, PatchSpe
             )
 
     patch = spec.load()
-    return locate.locate(python, torch_dir, patch), patch
+    try:
+        return locate.locate(python, torch_dir, patch), patch
+    except LazylogError as exc:
+        from patcher.messages import from_variable
+
+        for option, value in (("--python", python), ("--torch-dir", torch_dir)):
+            if option in given.from_env and value is not None:
+                exc.message = from_variable(exc.message, option, VARIABLES[option], _quote(value))
+        exc.args = (exc.message,)
+        raise
 
 
-def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> NoReturn:
+def apply(
+    python: str | None,
+    torch_dir: str | None,
+    as_json: bool,
+    verbose: bool,
+    dry_run: bool,
+    from_env: tuple[str, ...] = (),
+) -> NoReturn:
+    given = Given(python, torch_dir, from_env)
+
     def work() -> Report:
         from patcher import engine
 
-        target, patch = _target(python, torch_dir)
+        target, patch = _target(given)
         return engine.apply(target, patch, dry_run=dry_run)
 
-    _emit("apply", as_json, verbose, work, Given(python, torch_dir))
+    _emit("apply", as_json, verbose, work, given)
 
 
 def verify(
-    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool
+    python: str | None,
+    torch_dir: str | None,
+    as_json: bool,
+    verbose: bool,
+    runtime: bool,
+    from_env: tuple[str, ...] = (),
 ) -> NoReturn:
+    given = Given(python, torch_dir, from_env)
+
     def work() -> Report:
         from patcher import engine
 
-        target, patch = _target(python, torch_dir)
+        target, patch = _target(given)
         report = engine.verify(target, patch)
         if runtime:
             from patcher import runtime as runtime_check
@@ -211,17 +247,21 @@ def verify(
             report = runtime_check.run(target, report)
         return report
 
-    _emit("verify", as_json, verbose, work, Given(python, torch_dir))
+    _emit("verify", as_json, verbose, work, given)
 
 
-def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> NoReturn:
+def revert(
+    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, from_env: tuple[str, ...] = ()
+) -> NoReturn:
+    given = Given(python, torch_dir, from_env)
+
     def work() -> Report:
         from patcher import engine
 
-        target, patch = _target(python, torch_dir)
+        target, patch = _target(given)
         return engine.revert(target, patch)
 
-    _emit("revert", as_json, verbose, work, Given(python, torch_dir))
+    _emit("revert", as_json, verbose, work, given)
 
 
 def _interrupt(signum: int, frame: object) -> None:

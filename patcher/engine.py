@@ -40,6 +40,9 @@ def _under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> 
             exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
             exc.details.setdefault("installer", snapshot.installer(target))
             exc.details.setdefault("owner", target.owner)
+            exc.details.setdefault("managed", "yes" if target.interpreter.externally_managed else "no")
+            has_pip = target.interpreter.has_pip
+            exc.details.setdefault("pip", None if has_pip is None else "yes" if has_pip else "no")
         exc.details.setdefault("torch_version", target.torch_version)
         exc.details.setdefault("torch_dir", str(target.torch_dir))
         exc.details.setdefault("graph_py", str(target.graph))

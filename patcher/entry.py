@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from types import ModuleType
+from typing import NoReturn
 
 _VALUED = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
 _FLAGS = {"--json": "json", "-v": "verbose", "--verbose": "verbose"}
@@ -44,6 +45,8 @@ def plain(argv: list[str]) -> dict[str, str | bool | None] | None:
         else:
             return None
     for name, variable in _VALUED.items():
+        if name not in found and os.environ.get(variable):
+            found[f"env{name}"] = True  # the value came from the variable: errors name it
         found.setdefault(name, os.environ.get(variable) or None)
     return found
 
@@ -51,8 +54,10 @@ def plain(argv: list[str]) -> dict[str, str | bool | None] | None:
 def main() -> None:
     options = plain(sys.argv[1:])
     if options is None:
-        from patcher.cli import main as click_main
-
+        try:
+            from patcher.cli import main as click_main
+        except ModuleNotFoundError as exc:  # the single-file build: no click
+            _without(exc)
         click_main()
         return
     from patcher import commands
@@ -69,8 +74,22 @@ def _run(commands: ModuleType, options: dict[str, str | bool | None]) -> None:
     python, torch_dir = options["--python"], options["--torch-dir"]
     assert not isinstance(python, bool) and not isinstance(torch_dir, bool)
     as_json, verbose = bool(options["json"]), bool(options["verbose"])
+    env = tuple(name for name in _VALUED if options.get(f"env{name}"))
     if options["command"] == "apply":
-        commands.apply(python, torch_dir, as_json, verbose, bool(options["dry_run"]))
+        commands.apply(python, torch_dir, as_json, verbose, bool(options["dry_run"]), env)
     if options["command"] == "revert":
-        commands.revert(python, torch_dir, as_json, verbose)
-    commands.verify(python, torch_dir, as_json, verbose, runtime=False)
+        commands.revert(python, torch_dir, as_json, verbose, env)
+    commands.verify(python, torch_dir, as_json, verbose, False, env)
+
+
+def _without(exc: ModuleNotFoundError) -> NoReturn:
+    """A command line only click parses (help, --runtime, fingerprint), where click is not there."""
+    from patcher import commands
+    from patcher.errors import ExitCode
+    from patcher.messages import missing_dependency
+    from patcher.report import Report
+
+    words = [w for w in sys.argv[1:] if not w.startswith("-")]
+    command = words[0] if words and words[0] in (*_COMMANDS, "fingerprint") else "torch-lazylog"
+    text = missing_dependency(exc.name or "click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
+    commands.finish(Report(command, "unknown", False, text, ExitCode.ENVIRONMENT), "--json" in sys.argv[1:])

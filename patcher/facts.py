@@ -103,7 +103,7 @@ def _base(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
         return "ours"  # no release ships these bytes: only patching one gives them
     if known.match == "exact":
         return "lazy"  # the bytes of a release that ships the fix
-    named = original is not None and record.names(snap.record, spec.record_path, original)
+    named = original is not None and record.names(snap.record, spec.record_path, original, snap.site)
     return "ours" if listed or named else "lazy"
 
 
@@ -111,12 +111,16 @@ def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, no
     """`now_ns` bounds the mtime a record may restore (a day's clock skew allowed)."""
     fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9)
     original = recorded_original or _original(snap, spec, known)
-    listed = undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row))
+    listed = (
+        undo_row is not None
+        and snap.record is not None
+        and bool(record.rows(snap.record, undo_row, snap.site))
+    )
     base = _base(snap, spec, known, original, listed)
     if base == "lazy" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
     stale = snap.stale_pycs()
-    row = record.fit(snap.record, spec.record_path, snap.graph)
+    row = record.fit(snap.record, spec.record_path, snap.graph, snap.site)
     if row in ("missing", "duplicate"):
         raise damaged(
             f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.record_path}"
@@ -125,8 +129,10 @@ def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, no
         base=base,
         fit=fit,
         row=row,
-        row_names_original=original is not None and record.names(snap.record, spec.record_path, original),
-        row_names_patched=patched is not None and record.names(snap.record, spec.record_path, patched),
+        row_names_original=original is not None
+        and record.names(snap.record, spec.record_path, original, snap.site),
+        row_names_patched=patched is not None
+        and record.names(snap.record, spec.record_path, patched, snap.site),
         stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
         stale_pycs=len(stale),
     )

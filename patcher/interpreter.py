@@ -34,6 +34,15 @@ _LAUNCHER = (
     "sys.argv = sys.argv[1:]\n"
     "runpy.run_path(sys.argv[0], run_name='__main__')\n"
 )
+# The same for a module packed in a zip (the single-file build), whose file is no path another
+# interpreter can open: its source comes first in argv, then the module's name for tracebacks.
+_SOURCE_LAUNCHER = (
+    "import sys\n"
+    "if sys.path[:1] == ['']:\n"
+    "    del sys.path[0]\n"
+    "source, sys.argv = sys.argv[1], sys.argv[2:]\n"
+    "exec(compile(source, sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n"
+)
 
 
 class Interpreter(NamedTuple):
@@ -44,6 +53,8 @@ class Interpreter(NamedTuple):
     in_process: bool = False
     prefix: str = ""
     path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
+    externally_managed: bool = False  # PEP 668 (a venv never is)
+    has_pip: bool | None = None  # whether it can `import pip` (None: not looked for)
 
 
 class Found(NamedTuple):
@@ -91,8 +102,7 @@ def run_module(
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed
 
-    assert module.__file__ is not None
-    command = [python, "-B", "-c", _LAUNCHER, module.__file__, *(args or [])]
+    command = [python, "-B", "-c", *_launch(module), *(args or [])]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
             command,
@@ -107,6 +117,17 @@ def run_module(
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
     except OSError as exc:
         raise environment(_unrunnable(python, what, exc)) from exc
+
+
+def _launch(module: ModuleType) -> list[str]:
+    """The launcher and what it runs: the module's file, or its source when it has no file."""
+    assert module.__file__ is not None
+    if os.path.isfile(module.__file__):
+        return [_LAUNCHER, module.__file__]
+    loader = module.__spec__.loader if module.__spec__ else None
+    source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
+    assert source is not None, f"{module.__name__} has no source to run"
+    return [_SOURCE_LAUNCHER, source, module.__file__]
 
 
 def _unrunnable(python: str, what: str, exc: OSError) -> str:
@@ -161,7 +182,7 @@ def _text(value: object) -> str | None:
 def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
     info = _info(python, find_torch)
-    path = info.get("path")
+    path, pip = info.get("path"), info.get("pip")
     interpreter = Interpreter(
         executable=str(info["executable"] or python or sys.executable),
         version=str(info["version"]),
@@ -170,6 +191,8 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
         in_process=in_process(python),
         prefix=str(info.get("prefix") or ""),
         path=tuple(str(p) for p in path) if isinstance(path, list) else (),
+        externally_managed=info.get("externally_managed") is True,
+        has_pip=pip if isinstance(pip, bool) else None,
     )
     found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
     return interpreter, found
@@ -180,5 +203,6 @@ def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
     return environment(
         f"Expected `import torch` to find torch for {interpreter.executable} "
         f"(Python {interpreter.version}), but it found none{why}. "
-        "Install torch there, or pass --python or --torch-dir to point at the right one."
+        "Install torch there, or pass --python with the interpreter that has it (or --torch-dir with its "
+        "torch directory)."
     )

@@ -79,7 +79,7 @@ def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
     candidates = sorted(p for p in torch_dir.parent.glob("torch-*.dist-info") if p.is_dir())
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
-    listing = [p for p in candidates if rows(_read_or_empty(p), spec.record_path)]
+    listing = [p for p in candidates if rows(_read_or_empty(p), spec.record_path, str(torch_dir.parent))]
     if len(listing) == 1:
         return listing[0]
     names = ", ".join(p.name for p in candidates)
@@ -164,8 +164,33 @@ def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Fo
     return probed, found, probed.executable
 
 
+def _kind(path: Path) -> str:
+    """What a path that is not a regular file is, through links: a FIFO, a device, a directory..."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return "a broken link" if path.is_symlink() else f"nothing readable ({exc.strerror})"
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ]
+    what = next((name for test, name in kinds if test(mode)), "not a regular file")
+    return f"a link to {what} ({os.path.realpath(path)})" if path.is_symlink() else what
+
+
 def _check_tree(directory: Path, spec: PatchSpec) -> Path:
     graph = directory / spec.file
+    if directory.is_dir() and not graph.is_file() and (graph.exists() or graph.is_symlink()):
+        raise environment(
+            f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}. "
+            "Nothing was read or written: reinstall torch to restore graph.py, or pass --torch-dir with "
+            "the `torch` directory inside site-packages."
+        )
     if not directory.is_dir() or not graph.is_file():
         found_text = (
             f"{directory} without it"

@@ -165,9 +165,26 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
     )
 
 
-def reinstall(python: str | None, version: str | None, vendor: bool, installer: str | None = None) -> str:
-    """The one reinstall advice: a command that resolves on the index, by the tool that installed
-    torch (its dist-info's INSTALLER), or what to do instead."""
+class Layout(NamedTuple):
+    """What the reinstall advice must fit: the target's facts (from its probe) and the installers."""
+
+    externally_managed: bool = False  # PEP 668: pip and uv refuse without --break-system-packages
+    pip: bool = True  # the target interpreter can run `-m pip`
+    uv: bool = False  # `uv` is on PATH
+
+
+_PLAIN = Layout()
+
+
+def reinstall(
+    python: str | None,
+    version: str | None,
+    vendor: bool,
+    installer: str | None = None,
+    layout: Layout = _PLAIN,
+) -> str:
+    """The one reinstall advice: a command that resolves on the index and runs where it is aimed, by
+    the tool that installed torch (its dist-info's INSTALLER) when it is there, or what to do instead."""
     if vendor or version is None:
         return (
             "reinstall torch from the index or image it came from (this build is not on the public "
@@ -175,9 +192,42 @@ def reinstall(python: str | None, version: str | None, vendor: bool, installer: 
         )
     if python is None:
         return "reinstall torch in the environment that has it; add --python to get the command"
-    if installer == "uv":
-        return f"uv pip install --python {python} --reinstall --no-deps torch=={version}"
-    return f"{python} -m pip install --force-reinstall --no-deps torch=={version}"
+    managed = " --break-system-packages" if layout.externally_managed else ""
+    uv = f"uv pip install --python {python}{managed} --reinstall --no-deps torch=={version}"
+    pip = f"{python} -m pip install{managed} --force-reinstall --no-deps torch=={version}"
+    if layout.uv and (installer == "uv" or not layout.pip):
+        return uv
+    if layout.pip:
+        return pip
+    by = f" ({installer})" if installer else ""
+    return (
+        f"reinstall torch=={version} for {python} with the tool that installed it{by}: that "
+        "interpreter has no pip and no uv is on PATH, so no command run here can; install pip or uv "
+        "first, or rebuild the environment"
+    )
+
+
+def from_variable(message: str, option: str, variable: str, value: str) -> str:
+    """A message about a value that came from `variable`, not `option`: it names the variable, and
+    its advice is to change the variable (the option on a command line still wins over it)."""
+    for said, instead in (
+        (f"pass {option} with", f"set {variable} to"),
+        (f"Pass {option} with", f"Set {variable} to"),
+        (f"leave {option} out", f"unset {variable}"),
+    ):
+        message = message.replace(said, instead)
+    message = message.replace(option, variable).rstrip(".")
+    return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
+
+
+def missing_dependency(module: str, what: str) -> str:
+    """What needs a dependency that is not there (the single-file build carries none)."""
+    return (
+        f"Expected {module} to {what}, but it is not installed for this Python (the single-file "
+        "torch-lazylog.pyz carries no dependencies: it runs plain apply, verify and revert lines on "
+        "known releases). Nothing was written; install the torch-lazylog wheel, which brings click and "
+        f"libcst, and run torch-lazylog from it"
+    )
 
 
 def interrupted(signal_name: str) -> str:

@@ -118,21 +118,21 @@ def _record_after(
     back = change.edit.inverted() if change is not None else None
     if change and back and sha256(snap.record) == change.after.sha256 and back.applies_to(snap.record):
         candidate = back.apply(snap.record)
-        ours = _only_rows(change.edit.new, (spec.record_path, undo_row)) and _only_rows(
-            change.edit.old, (spec.record_path,)
+        ours = _only_rows(change.edit.new, (spec.record_path, undo_row), snap.site) and _only_rows(
+            change.edit.old, (spec.record_path,), snap.site
         )
-        if ours and sha256(candidate) == change.before.sha256 and not record.rows(candidate, undo_row):
+        gone = not record.rows(candidate, undo_row, snap.site)
+        if ours and sha256(candidate) == change.before.sha256 and gone:
             kept = plausible(change, None)
             return candidate, (change.mode if kept else None), (change.mtime_ns if kept else None)
     add, drop = (undo_row, None) if end.undo is not None else (None, undo_row)
-    return record.pointed(snap.record, spec.record_path, end.graph, add=add, drop=drop), None, None
+    return record.pointed(snap.record, spec.record_path, end.graph, add, drop, snap.site), None, None
 
 
-def _only_rows(lines: bytes, paths: tuple[str, ...]) -> bool:
+def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
     """The recorded RECORD edit touches only graph.py's row (and, after apply, the undo row)."""
-    return all(
-        line.split(b",", 1)[0].strip(b'"').decode("utf-8", "replace") in paths for line in lines.splitlines()
-    )
+    firsts = (line.split(b",", 1)[0].strip(b'"').decode("utf-8", "replace") for line in lines.splitlines())
+    return all(any(record.same(first, path, base) for path in paths) for first in firsts)
 
 
 def _record_steps(

@@ -1,13 +1,17 @@
 """torch's dist-info RECORD: graph.py's row, whether it describes given bytes, and rewritten rows.
 
-Every form the packaging spec allows: a hash of any algorithm hashlib guarantees, or none; an empty
-size; quoted fields; LF or CRLF. Only the lines that contain a path are parsed as CSV (torch's
-RECORD has tens of thousands of rows, and this runs on every command).
+Every form the packaging spec allows: a path relative to the directory holding the dist-info (`base`)
+or absolute, in any spelling that reaches the file (`./torch/...`, `../site-packages/torch/...`),
+compared lexically: no symlink is followed, so a row that reaches the file only through a link is
+not its row; a hash of any algorithm hashlib guarantees, or none; an empty size; quoted fields; LF or
+CRLF. A rewritten row keeps its own path text. Only the lines that contain the file's name are
+parsed as CSV (torch's RECORD has tens of thousands of rows, and this runs on every command).
 """
 
 from __future__ import annotations
 
 import binascii
+import posixpath
 from typing import Literal, NamedTuple
 
 from patcher.errors import damaged
@@ -26,7 +30,7 @@ RowFit = Literal["absent", "current", "unhashed", "missing", "duplicate", "other
 class Row(NamedTuple):
     offset: int
     line: bytes  # with its terminator
-    path: str
+    path: str  # as the row spells it
     hash: str  # "" or "<algorithm>=<urlsafe base64, no padding>"
     size: str  # "" or the size in bytes
 
@@ -54,19 +58,55 @@ def check(record: bytes) -> None:
         raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
 
 
-def rows(record: bytes, path: str) -> list[Row]:
-    """The rows of a RECORD that name `path`, with byte offsets: the one way this tool reads RECORD."""
-    key = path.encode("utf-8")
+def same(row_path: str, path: str, base: str = "") -> bool:
+    """Whether a row's path names `path` (relative to `base`, the directory holding the dist-info):
+    joined to `base` unless absolute, then normalised lexically."""
+    if row_path == path:
+        return True
+    return bool(row_path) and posixpath.normpath(posixpath.join(base, row_path)) == posixpath.normpath(
+        posixpath.join(base, path)
+    )
+
+
+def _ends_a_path(record: bytes, at: int, size: int) -> bool:
+    """Whether the name found at `at` is a whole last component of a row's path: after a `/`, a
+    quote or the start of a line, before the comma or quote that ends the field."""
+    before = record[at - 1 : at] if at else b"\n"
+    return before in (b"/", b'"', b"\n", b"\r") and record[at + size : at + size + 1] in (b",", b'"')
+
+
+# rows()'s answers about the last RECORD it read (kept with it, so `is` tells the same bytes): every
+# command asks about one RECORD several times, and the scan for a short name costs more than the
+# rest of the work. Another RECORD replaces them all.
+_seen: list[tuple[bytes, dict[tuple[str, str], tuple[Row, ...]]]] = []
+
+
+def rows(record: bytes, path: str, base: str = "") -> list[Row]:
+    """The rows of a RECORD that name `path`, in any form, with byte offsets: the one way this tool
+    reads RECORD."""
+    if not _seen or _seen[0][0] is not record:
+        _seen[:] = [(record, {})]
+    answers = _seen[0][1]
+    if (path, base) not in answers:
+        answers[(path, base)] = tuple(_scan(record, path, base))
+    return list(answers[(path, base)])
+
+
+def _scan(record: bytes, path: str, base: str) -> list[Row]:
+    key = posixpath.basename(path).encode("utf-8")
     found: list[Row] = []
     at = record.find(key)
     while at != -1:
+        if not _ends_a_path(record, at, len(key)):  # timid: "subgraph.py", "graph.pyi": another file
+            at = record.find(key, at + 1)
+            continue
         start = max(record.rfind(b"\n", 0, at), record.rfind(b"\r", 0, at)) + 1
         end = record.find(b"\n", at)
         end = len(record) if end == -1 else end + 1
         fields = _fields(record[start:end])
-        if fields and fields[0] == path and not (found and found[-1].offset == start):
+        if fields and same(fields[0], path, base) and not (found and found[-1].offset == start):
             digest, size = ([*fields[1:3], "", ""])[:2]
-            found.append(Row(start, record[start:end], path, digest, size))
+            found.append(Row(start, record[start:end], fields[0], digest, size))
         at = record.find(key, end)
     return found
 
@@ -90,11 +130,11 @@ def describes(field: str, data: bytes) -> bool:
     return field == hash_field(algorithm, data)
 
 
-def fit(record: bytes | None, path: str, data: bytes) -> RowFit:
+def fit(record: bytes | None, path: str, data: bytes, base: str = "") -> RowFit:
     """How RECORD's row for `path` stands against the file's bytes."""
     if record is None:
         return "absent"
-    found = rows(record, path)
+    found = rows(record, path, base)
     if len(found) != 1:
         return "missing" if not found else "duplicate"
     if not found[0].hash:
@@ -102,9 +142,9 @@ def fit(record: bytes | None, path: str, data: bytes) -> RowFit:
     return "current" if describes(found[0].hash, data) else "other"
 
 
-def names(record: bytes | None, path: str, data: bytes) -> bool:
+def names(record: bytes | None, path: str, data: bytes, base: str = "") -> bool:
     """RECORD's single row for `path` names exactly these bytes."""
-    found = rows(record, path) if record is not None else []
+    found = rows(record, path, base) if record is not None else []
     return len(found) == 1 and bool(found[0].hash) and describes(found[0].hash, data)
 
 
@@ -122,10 +162,13 @@ def _newline(record: bytes, line: bytes) -> bytes:
     return terminator or (b"\r\n" if b"\r\n" in record else b"\n")
 
 
-def pointed(record: bytes, path: str, data: bytes, add: str | None = None, drop: str | None = None) -> bytes:
-    """RECORD with `path`'s row describing `data` (same algorithm; no hash stays none; an empty size
-    stays empty), `add` listed right after it (no hash) unless listed, `drop`'s rows removed."""
-    found = rows(record, path)
+def pointed(
+    record: bytes, path: str, data: bytes, add: str | None = None, drop: str | None = None, base: str = ""
+) -> bytes:
+    """RECORD with `path`'s row describing `data` (its own path text; same algorithm; no hash stays
+    none; an empty size stays empty), `add` listed right after it (no hash, relative: valid wherever
+    the tree is moved) unless listed in any form, `drop`'s rows removed in any form."""
+    found = rows(record, path, base)
     if len(found) != 1:
         raise damaged(f"it has {len(found)} rows for {path}")
     row = found[0]
@@ -134,15 +177,15 @@ def pointed(record: bytes, path: str, data: bytes, add: str | None = None, drop:
     digest = hash_field(algorithm, data) if row.hash else ""
     size = str(len(data)) if row.size else ""
     terminator = row.line[len(row.line.rstrip(b"\r\n")) :]
-    new = _row(path, digest, size)
-    if add is not None and not rows(record, add):
+    new = _row(row.path, digest, size)
+    if add is not None and not rows(record, add, base):
         new += _newline(record, row.line) + _row(add, "", "")
     out = record[: row.offset] + new + terminator + record[row.offset + len(row.line) :]
-    return out if drop is None else without(out, drop)
+    return out if drop is None else without(out, drop, base)
 
 
-def without(record: bytes, path: str) -> bytes:
-    """RECORD with every row naming `path` removed, wherever it sits."""
-    for row in reversed(rows(record, path)):
+def without(record: bytes, path: str, base: str = "") -> bytes:
+    """RECORD with every row naming `path` removed, wherever it sits, in any form."""
+    for row in reversed(rows(record, path, base)):
         record = record[: row.offset] + record[row.offset + len(row.line) :]
     return record

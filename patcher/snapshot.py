@@ -36,6 +36,7 @@ class Snapshot(NamedTuple):
     own_tag: str | None
     source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
     leftovers: tuple[Path, ...]
+    site: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
 
     @property
     def sha256(self) -> str:
@@ -134,4 +135,5 @@ def read(target: Target, spec: PatchSpec) -> Snapshot:
         own_tag=own_tag,
         source_hash=digest,
         leftovers=tuple(fsio.leftovers(dirs)),
+        site=str(target.dist_info.parent) if target.dist_info else "",
     )

@@ -108,28 +108,37 @@ def _releases_from_json(data: object) -> Releases:
     return Releases(rows=rows, site_code=dict(data["sites"]))
 
 
-def _patches_dir() -> Path:
-    """patcher/patches/ when installed (pyproject maps the checkout's top-level patches/ there);
-    a checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has
-    the definitions at its top level."""
-    from importlib import import_module
-
-    try:
-        data = import_module("patcher.patches").__file__
-    except ModuleNotFoundError:
-        data = None
-    if data is not None:
-        return Path(data).parent
+def _checkout_patches() -> Path:
+    """A checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has the
+    definitions at its top level."""
     return Path(__file__).resolve().parent.parent / "patches"
 
 
-def load(name: str = PATCH_NAME) -> PatchSpec:
-    base = _patches_dir()
+def _read(name: str) -> str:
+    """A patch definition, wherever the package is: installed (pyproject maps the checkout's top-level
+    patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
+    files are read directly (importlib.resources costs verify more than its own work); anything
+    else through importlib.resources."""
+    from importlib import import_module
+
     try:
-        raw = json.loads(base.joinpath(name).read_text(encoding="utf-8"))
+        package = import_module("patcher.patches")
+    except ModuleNotFoundError:
+        return _checkout_patches().joinpath(name).read_text(encoding="utf-8")
+    where = Path(package.__file__ or "").parent
+    if where.is_dir():
+        return where.joinpath(name).read_text(encoding="utf-8")
+    from importlib.resources import files  # a zip, or a loader with no directory
+
+    return files(package).joinpath(name).read_text(encoding="utf-8")
+
+
+def load(name: str = PATCH_NAME) -> PatchSpec:
+    try:
+        raw = json.loads(_read(name))
         if raw.get("version") != SPEC_VERSION:
             raise ValueError(f"unsupported version {raw.get('version')!r}")
-        releases_raw = json.loads(base.joinpath(raw["releases_file"]).read_text(encoding="utf-8"))
+        releases_raw = json.loads(_read(raw["releases_file"]))
         releases = _releases_from_json(releases_raw)
         return PatchSpec(
             id=raw["id"],

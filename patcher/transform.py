@@ -14,7 +14,15 @@ import ast
 import warnings
 from typing import NamedTuple
 
-import libcst as cst
+try:
+    import libcst as cst
+except ModuleNotFoundError as exc:  # the single-file build, or an install without its dependencies
+    from patcher.errors import environment
+    from patcher.messages import missing_dependency
+
+    raise environment(
+        missing_dependency("libcst", "read a graph.py that is not a known release's bytes")
+    ) from exc
 
 from patcher.canonical import Uncovered, canonical, digest
 from patcher.edits import line_edit

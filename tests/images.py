@@ -464,7 +464,7 @@ def vendor_fixed_base() -> str:
 def tool_context(destination: Path) -> Path:
     """The build context Dockerfile.rocm expects: the tool's source, as the repository has it."""
     destination.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "Dockerfile.rocm", ".dockerignore"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "Dockerfile.rocm", ".dockerignore"):
         shutil.copy2(ROOT / name, destination / name)
     for name in ("patcher", "patches"):
         shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))

@@ -217,8 +217,9 @@ def test_owner_candidates_come_from_where_the_site_directory_lives(site: str, ca
 
 
 def test_advice_with_only_a_torch_dir_names_the_target_interpreter(
-    tmp_path: Path, run: Callable[..., Result]
+    tmp_path: Path, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "no-uv"))  # no installer on PATH: the advice is the target's
     venv = _venv(tmp_path)
     python = str(venv / "bin" / "python")
     torch_dir = _tree(_purelib(venv / "bin" / "python"))
@@ -227,6 +228,7 @@ def test_advice_with_only_a_torch_dir_names_the_target_interpreter(
     graph.write_bytes(graph.read_bytes() + b"# edited after apply\n")
     result = run("revert", "--torch-dir", str(torch_dir), "--json")  # only a reinstall can fix this
     advice = _json(result)["next"]
-    assert result.exit_code == 3 and "pip install --force-reinstall" in advice, result.output
-    assert advice.startswith(f"{shlex.quote(python)} -m pip "), advice
+    # that venv has no pip (and this machine no uv on PATH): what to do, for that interpreter
+    assert result.exit_code == 3 and "has no pip and no uv is on PATH" in advice, result.output
+    assert advice.startswith(f"reinstall torch==2.10.0 for {shlex.quote(python)} "), advice
     assert sys.executable not in advice

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from pathlib import Path
 
@@ -32,6 +33,27 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )
     (built,) = out.glob("*.whl")
     assert built.name == WHEEL_NAME
+    return built
+
+
+def _build_sdist(out: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=realdata.pip_env(),
+        check=False,
+    )
+    if done.returncode != 0:  # its isolated build environment fetches setuptools, as pip wheel does
+        why = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise realdata.Unavailable(f"could not fetch setuptools from the package registry: {why}")
+
+
+@pytest.fixture(scope="module")
+def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sdist")
+    need(lambda: _build_sdist(out))
+    (built,) = out.glob("*.tar.gz")
     return built
 
 
@@ -86,6 +108,30 @@ def test_wheel_ships_the_patch_definitions_and_nothing_else(wheel: Path) -> None
     runtime = sorted(r for r in requires if "extra ==" not in r)
     assert runtime == ["click<9,>=8.1", "libcst<2,>=1.5"]
     assert not any(r.startswith("torch") for r in requires)
+
+
+def test_the_wheel_carries_the_license_text(wheel: Path) -> None:
+    """PEP 639: the text under *.dist-info/licenses/, named by License-File: in METADATA."""
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "BSD 3-Clause License" in text and "the torch-lazylog developers" in text
+    dist_info = f"torch_lazylog-{patcher.__version__}.dist-info"
+    with zipfile.ZipFile(wheel) as archive:
+        assert archive.read(f"{dist_info}/licenses/LICENSE").decode() == text
+        metadata = archive.read(f"{dist_info}/METADATA").decode()
+    fields = [line.split(":", 1) for line in metadata.split("\n\n", 1)[0].splitlines()]
+    assert ["License-File", " LICENSE"] in fields
+    assert ["License-Expression", " BSD-3-Clause"] in fields
+
+
+def test_the_sdist_carries_the_license_text(sdist: Path) -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    top = f"torch_lazylog-{patcher.__version__}"
+    with tarfile.open(sdist) as archive:
+        member = archive.extractfile(f"{top}/LICENSE")
+        assert member is not None and member.read().decode() == text
+        info = archive.extractfile(f"{top}/PKG-INFO")
+        assert info is not None
+        assert "License-File: LICENSE" in info.read().decode().splitlines()
 
 
 def test_installed_wheel_runs_apply_verify_revert(wheel: Path, tmp_path: Path) -> None:

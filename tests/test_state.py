@@ -309,14 +309,14 @@ def test_an_exact_release_whose_one_edit_does_not_give_the_table_is_unknown() ->
 
 
 def test_the_reinstall_advice_uses_the_tool_that_installed_torch() -> None:
-    from patcher.messages import reinstall
+    from patcher.messages import Layout, reinstall
 
     assert (
         reinstall("/v/bin/python", "2.10.0", False)
         == "/v/bin/python -m pip install --force-reinstall --no-deps torch==2.10.0"
     )
-    assert reinstall("/usr/bin/python3", "2.10.0", False, "uv") == (
+    assert reinstall("/usr/bin/python3", "2.10.0", False, "uv", Layout(uv=True)) == (
         "uv pip install --python /usr/bin/python3 --reinstall --no-deps torch==2.10.0"
-    )
+    )  # where uv is on PATH (tests/test_reinstall_advice.py has every layout)
     assert "not on the public package index" in reinstall("/v/bin/python", "2.10.0+rocm7.2.4", True)
     assert "add --python" in reinstall(None, "2.10.0", False)

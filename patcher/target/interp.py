@@ -24,6 +24,8 @@ class Info(TypedDict):
     torch_dir: str | None
     torch_path_entry: str | None
     error: str | None
+    externally_managed: bool  # PEP 668: EXTERNALLY-MANAGED in the stdlib directory, and not a venv
+    pip: bool | None  # whether `import pip` would find it (None: not looked for)
 
 
 def without_launch_entry(path: list[str], safe_path: bool) -> list[str]:
@@ -41,12 +43,16 @@ def path_entry(torch_dir: str, path: list[str]) -> str | None:
 
 
 def _find_torch(path: list[str], found: Info) -> None:
+    import importlib.machinery
     import importlib.util  # only to find torch
 
     saved = sys.path[:]
     sys.path[:] = path
     try:
         spec = importlib.util.find_spec("torch")  # a top-level package: found, not executed
+        # For the reinstall advice. The path finder alone: pip is a package on sys.path, and a meta
+        # path finder (setuptools' distutils hack) makes the lookup of "pip" cost more than verify.
+        found["pip"] = importlib.machinery.PathFinder.find_spec("pip", path) is not None
     except Exception as exc:  # a broken path hook or .pth: report it, do not crash
         found["error"] = f"{type(exc).__name__}: {exc}"
         return
@@ -71,6 +77,10 @@ def info(find_torch: bool, path: list[str] | None = None) -> Info:
         "torch_dir": None,
         "torch_path_entry": None,
         "error": None,
+        # the stdlib directory is os.py's (sysconfig's "stdlib" path, without importing sysconfig)
+        "externally_managed": sys.prefix == sys.base_prefix
+        and os.path.isfile(os.path.join(os.path.dirname(os.__file__), "EXTERNALLY-MANAGED")),
+        "pip": None,
     }
     if find_torch:
         _find_torch(search, found)

@@ -1,0 +1,211 @@
+"""In the stand-in images (tests/images.py): the reinstall advice followed as printed, and the
+single file (dist/torch-lazylog.pyz) run read-only by each image's own Python.
+
+Each layout the image tests build: the /opt/venv stand-in (pip), the vLLM-shaped system Python
+(externally managed, torch installed by uv), and /opt/venv with pip removed (no installer at all).
+graph.py is put in the `edited` state (edited after apply), verify prints the advice, and the advice
+is run as printed, adding only the installer's dry-run flag, in that same container. No image is
+built here but Dockerfile.rocm's small layer over a cached base, removed afterwards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shlex
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from patcher import pyz
+from tests import images
+from tests.conftest import need
+
+pytestmark = pytest.mark.image
+ROOT = Path(__file__).resolve().parent.parent
+# The file's directory mounted read-only on /mnt, which every Debian and Ubuntu image has (empty): a
+# mount point the image lacks would be created in the container's layer and show in `docker diff`.
+MOUNTED = "/mnt/" + pyz.NAME
+NO_PIP = "rm -rf /opt/venv/bin/pip* /opt/venv/lib/python3*/site-packages/pip /opt/venv/lib/python3*/site-packages/pip-*"
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    name: str
+    base: Callable[[], str]
+    python: str  # the image's own Python, the one whose torch the server imports
+    site: str  # torch's site directory (a shell glob)
+    prepare: str = "true"  # what the layout does to the image first
+
+    def build_args(self) -> list[str]:
+        return [] if self.python == "/opt/venv/bin/python" else ["--build-arg", f"PYTHON={self.python}"]
+
+
+LAYOUTS = [
+    Layout("rocm-venv", images.rocm_base, "/opt/venv/bin/python", "/opt/venv/lib/python3*/site-packages"),
+    Layout("vllm-system", images.system_base, "/usr/bin/python3", "/usr/local/lib/python3*/dist-packages"),
+    Layout(
+        "venv-without-pip",
+        images.rocm_base,
+        "/opt/venv/bin/python",
+        "/opt/venv/lib/python3*/site-packages",
+        NO_PIP,
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def stepped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Layout], str]]:
+    """Dockerfile.rocm's image on a layout's cached base (one small layer), built once per base;
+    removed at the end."""
+    built: dict[str, str] = {}
+
+    def make(layout: Layout) -> str:
+        base = _base(layout.base)
+        if base not in built:
+            context = images.tool_context(tmp_path_factory.mktemp("context") / "context")
+            tag = f"torch-lazylog-test:advice-{layout.name}-{os.getpid()}"
+            done = images.docker(
+                "build", "--network=host", "--progress=plain", "-f", str(context / "Dockerfile.rocm"),
+                "--build-arg", f"BASE_IMAGE={base}", *layout.build_args(), "-t", tag, str(context),
+                env=images.BUILDKIT,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr[-4000:]
+            built[base] = tag
+        return built[base]
+
+    yield make
+    for tag in built.values():
+        images.docker("image", "rm", "-f", tag, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("dist") / pyz.NAME
+    pyz.build(out)
+    return out
+
+
+def _base(make: Callable[[], str]) -> str:
+    tag = need(make)
+    assert isinstance(tag, str)
+    return tag
+
+
+class Container:
+    """One running container of an image, the file mounted read-only, the host's CA bundle too."""
+
+    def __init__(self, image: str, single: Path) -> None:
+        self.name = f"torch-lazylog-advice-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        done = images.docker(
+            "run", "-d", "--name", self.name, "--network=host",
+            "-v", f"{images.CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
+            "-v", f"{single.parent}:/mnt:ro", image, "sleep", "3600",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+
+    def run(self, *argv: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
+        return images.docker("exec", self.name, *argv, timeout=timeout)
+
+    def sh(self, script: str) -> subprocess.CompletedProcess[str]:
+        return self.run("sh", "-c", script)
+
+    def remove(self) -> None:
+        images.docker("rm", "-f", self.name, timeout=120)
+
+
+@pytest.fixture
+def container(single: Path) -> Iterator[Callable[[str], Container]]:
+    made: list[Container] = []
+
+    def make(image: str) -> Container:
+        made.append(Container(image, single))
+        return made[-1]
+
+    yield make
+    for one in made:
+        one.remove()
+
+
+def _edited(box: Container, layout: Layout) -> dict[str, object]:
+    """After the image step (apply), graph.py edited, then verify: the report of the state only a
+    reinstall can fix. The image's own torch-lazylog (on PATH, TORCH_LAZYLOG_PYTHON set by the step)."""
+    assert box.sh(layout.prepare).returncode == 0
+    edit = box.sh(f"echo '# edited after apply' >> $(echo {layout.site}/torch/_inductor/graph.py)")
+    assert edit.returncode == 0, edit.stderr
+    verify = box.run("torch-lazylog", "verify", "--json")
+    assert verify.returncode == 3, verify.stdout + verify.stderr
+    report: dict[str, object] = json.loads(verify.stdout)
+    assert report["state"] == "edited"
+    return report
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
+def test_the_reinstall_advice_runs_as_printed(
+    layout: Layout, stepped: Callable[[Layout], str], container: Callable[[str], Container]
+) -> None:
+    box = container(stepped(layout))
+    advice = _edited(box, layout)["next"]
+    assert isinstance(advice, str) and "torch==2.10.0" in advice, advice
+    done = box.run(*shlex.split(advice), "--dry-run")  # as printed, plus the installer's dry run
+    assert done.returncode == 0, f"{advice}\n{done.stdout[-2000:]}{done.stderr[-2000:]}"
+    if layout.name == "vllm-system":  # uv installed it; Debian's Python is externally managed
+        assert advice.startswith("uv pip install --python ") and "--break-system-packages" in advice
+        refused = box.run(*shlex.split(advice.replace(" --break-system-packages", "")), "--dry-run")
+        assert refused.returncode != 0 and "externally managed" in refused.stderr, refused.stderr
+    else:
+        assert advice == f"{layout.python} -m pip install --force-reinstall --no-deps torch==2.10.0"
+
+
+def test_without_pip_the_advice_says_what_to_do(
+    stepped: Callable[[Layout], str], container: Callable[[str], Container]
+) -> None:
+    layout = LAYOUTS[2]
+    box = container(stepped(layout))
+    advice = _edited(box, layout)["next"]
+    assert isinstance(advice, str)
+    assert advice.startswith(
+        f"reinstall torch==2.10.0 for {layout.python} with the tool that installed it (pip)"
+    )
+    assert "has no pip and no uv is on PATH" in advice
+    # what a command would have been cannot run there
+    assert box.run(layout.python, "-m", "pip", "--version").returncode != 0
+    assert box.sh("command -v uv").returncode != 0
+
+
+def _verify_untouched(image: str, single: Path, python: str) -> tuple[int, str, str]:
+    """The README's one command, then `docker diff` of that container."""
+    name = f"torch-lazylog-pyz-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    try:
+        done = images.docker(
+            "run", "--name", name, "-v", f"{single.parent}:/mnt:ro", image, python, "-B", MOUNTED, "verify",
+            timeout=600,
+        )  # fmt: skip
+        diff = images.docker("diff", name, timeout=120)
+        assert diff.returncode == 0, diff.stderr
+        return done.returncode, done.stdout + done.stderr, diff.stdout
+    finally:
+        images.docker("rm", "-f", name, timeout=120)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
+def test_the_single_file_verifies_a_bare_base_and_writes_nothing(layout: Layout, single: Path) -> None:
+    code, output, diff = _verify_untouched(_base(layout.base), single, layout.python)
+    assert code == 1, output
+    assert "formats the implicit-fallback log eagerly" in output and "identical to torch 2.10.0" in output
+    assert diff == "", diff
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
+def test_the_single_file_verifies_the_image_after_the_step(
+    layout: Layout, single: Path, stepped: Callable[[Layout], str]
+) -> None:
+    """0 after the image step: Dockerfile.rocm's image on the stand-in."""
+    code, output, diff = _verify_untouched(stepped(layout), single, layout.python)
+    assert code == 0, output
+    assert "formats the implicit-fallback log lazily" in output and "matches its undo record" in output
+    assert diff == "", diff
