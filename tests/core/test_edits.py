@@ -49,7 +49,7 @@ def test_an_edit_applies_only_where_its_old_bytes_are() -> None:
     edit = Edit(2, b"cd", b"XYZ")
     assert edit.applies_to(b"abcdef") and edit.apply(b"abcdef") == b"abXYZef"
     assert not edit.applies_to(b"abcXef") and not edit.applies_to(b"abc")
-    with pytest.raises(ValueError, match="^edit at byte 2 does not match the data$"):
+    with pytest.raises(ValueError, match=r"^edit at byte 2 does not match the data$"):
         edit.apply(b"abcXef")
     assert Edit(0, b"", b"x").apply(b"") == b"x"
 

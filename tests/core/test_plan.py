@@ -7,8 +7,6 @@ must still hold, and which pycs are rebuilt or removed.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from patcher import facts, fsio, plan, state
@@ -80,23 +78,23 @@ def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None =
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)
 
 
-def expected(name: str, index: int, command: str) -> list[object]:
+def expected(name: str, index: int, command: str) -> list[plan.Step]:
     patched, rec, undone = world.applied()
     vendor_rec, vendor_undo = world.applied(VENDOR, match="site")[1:]
     pristine_rec = world.record_of(SOURCE)
-    apply_pristine = [
+    apply_pristine: list[plan.Step] = [
         undo(undone, None),
         graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
         record(rec, pristine_rec, 0o664),
     ]
-    restore = [  # mode and mtime of graph.py and RECORD as the undo record names them
+    restore: list[plan.Step] = [  # mode and mtime of graph.py and RECORD as the undo record names them
         graph(SOURCE, GRAPH_STAT, GRAPH_STAT.mtime_ns, PATCHED),
         record(pristine_rec, rec, RECORD_STAT.mode, RECORD_STAT.mtime_ns),
         gone(undone),
     ]
     forged = world.forged(undone, patched, SOURCE)
     unrecorded_undo = undo_of(SOURCE, AFTER_STAT, None)
-    table: dict[tuple[str, int, str], list[object]] = {
+    table: dict[tuple[str, int, str], list[plan.Step]] = {
         ("pristine", 0, "apply"): apply_pristine,
         ("pristine", 0, "revert"): [],
         ("pristine", 1, "apply"): [  # no RECORD: the undo record takes graph.py's mode and owner
@@ -284,7 +282,7 @@ def test_revert_after_record_was_normalised_and_grown_points_the_rows(spec: Patc
 
 def test_a_recorded_record_edit_beyond_our_rows_is_not_replayed(spec: PatchSpec) -> None:
     """Undone, the recorded RECORD edit must touch only graph.py's row and the undo row."""
-    patched, rec, undone = world.applied()
+    patched, _, undone = world.applied()
     at, old = world.line_of(world.record_of(SOURCE), b"torch/_inductor/graph.py,")
     extra = b"torch/other.py,,\r\n"
     before = world.record_of(SOURCE)[:at] + extra + world.record_of(SOURCE)[at:]
@@ -334,7 +332,7 @@ def test_revert_gives_record_the_mode_and_mtime_recorded_only_when_plausible(
 
 
 def test_a_replayed_record_that_still_lists_the_undo_row_is_pointed_instead(spec: PatchSpec) -> None:
-    patched, rec, undone = world.applied()
+    patched = PATCHED
     listed = world.record_of(SOURCE, f"{world.UNDO_ROW},,")  # what the recorded edit claims it was
     data = world.undo_json(world.graph_change(SOURCE, patched), world.record_change(listed, patched))
     now = world.record_change_after(listed, patched)

@@ -145,8 +145,8 @@ def _verify_rule(expected: object) -> state.Rule:
         return state.Rule((), EAGER, "apply")
     if expected == OK:
         return state.Rule(())
-    code, next_ = expected  # type: ignore[misc]
-    return state.Rule(("refuse",), code, next_)
+    assert isinstance(expected, tuple)
+    return state.Rule(("refuse",), expected[0], expected[1])
 
 
 def test_the_command_tables() -> None:

@@ -417,3 +417,18 @@ def test_the_compile_check_can_be_skipped(spec: PatchSpec) -> None:
     outcome = rewrite(source, spec, compile_check=False)
     assert isinstance(outcome, Rewritten) and outcome.source == lazy(source)
     assert outcome.edit.apply(source) == lazy(source)
+
+
+def test_a_call_of_operator_str_that_cannot_be_fingerprinted_is_not_the_site(spec: PatchSpec) -> None:
+    source = src().replace(
+        b"                make_fallback(target)\n            elif",
+        b"                make_fallback(error.operator_str(target, (yield)))\n            elif",
+    )
+    outcome = rewrite(source, spec)
+    assert isinstance(outcome, Rewritten) and outcome.source == lazy(source)
+
+
+def test_what_libcst_accepts_and_ast_does_not_is_refused(spec: PatchSpec) -> None:
+    source = _odd_site(tail=b"# \x00 " + ODD.encode() + b"\n")
+    outcome = rewrite(source, spec)
+    assert isinstance(outcome, Refused) and outcome.reason.startswith("graph.py is not valid Python (")
