@@ -41,7 +41,7 @@ def _fields(line: bytes) -> list[str]:
     import csv  # a quoted row (a path with a comma or a quote)
 
     try:
-        return next(csv.reader([text]), [])
+        return next(csv.reader([text]))  # one line: always one row
     except csv.Error as exc:
         raise damaged(f"it has a malformed row ({exc})") from exc
 

@@ -225,3 +225,57 @@ def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
     )
     refused = classify_module._refused(Refused("why"), spec, "9.0.0")
     assert refused == Known("unknown", None, None, "why", "")
+
+
+def test_the_newest_release_is_ordered_by_number_not_text(spec: PatchSpec) -> None:
+    table = spec._replace(releases=build_releases([("9.9.0", SOURCE), ("9.10.0", SOURCE)], spec))
+    hit = by_hash(SOURCE, table, None)
+    assert hit is not None and hit.release is not None and hit.release.version == "9.10.0"
+
+
+def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None:
+    for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
+        known = classify(VENDOR, three, version)
+        assert known.release is not None and known.release.version == version.split("+")[0]
+        decided, rewritten = decide(VENDOR, three, version)
+        assert decided == known and rewritten is not None
+        exact, _ = decide(SOURCE, three, version)
+        assert exact.release is not None and exact.release.version == version.split("+")[0]
+
+
+def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
+    known, rewritten = decide(RECODED, spec, "9.0.0")
+    assert (known.state, rewritten) == ("unknown", None)
+    assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
+
+
+def test_a_refused_branch_is_shown_in_its_own_form(spec: PatchSpec) -> None:
+    warned = SOURCE.replace(b"log.info(", b"log.warning(")
+    assert classify(warned, spec, "9.0.0+cu128").diff == (
+        "The branch differs from the nearest release, 9.0.0:\n"
+        "--- torch 9.0.0 (nearest release)\n"
+        "+++ installed torch 9.0.0+cu128\n"
+        "@@ -2,3 +2,3 @@\n"
+        "     error = MissingOperatorWithDecomp if get_decompositions([target]) else MissingOperatorWithoutDecomp\n"
+        "-    log.info(\n"
+        "+    log.warning(\n"
+        '         "Creating implicit fallback for:\\n%s",'
+    )
+
+
+def test_between_equally_similar_branches_the_installed_version_wins(spec: PatchSpec) -> None:
+    def branch(n: bytes) -> bytes:
+        return SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, " + n + b"])")
+
+    table = spec._replace(releases=build_releases([("9.0.0", branch(b"2")), ("9.2.0", branch(b"3"))], spec))
+    for version in ("9.0.0", "9.2.0"):
+        shown = classify(branch(b"1"), table, version).diff.splitlines()[0]
+        assert shown == f"The branch differs from the nearest release, {version}:"
+
+
+@pytest.mark.parametrize(("added", "lines", "cut"), [(19, 25, False), (20, 26, True)])
+def test_a_diff_is_cut_after_24_lines(spec: PatchSpec, added: int, lines: int, cut: bool) -> None:
+    extra = b"".join(b"                x%d = 1\n" % i for i in range(added))
+    source = SOURCE.replace(b"                log.info(", extra + b"                log.info(")
+    shown = classify(source, spec, "9.0.0").diff.splitlines()
+    assert len(shown) == lines and (shown[-1] == "...") == cut

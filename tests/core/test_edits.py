@@ -21,6 +21,8 @@ from patcher.edits import Edit, _common_prefix, line_edit, swapped
         pytest.param(b"abc\nabc\n", b"abc\nabc\n", 8, b"", b"", id="same"),
         pytest.param(b"", b"x\n", 0, b"", b"x\n", id="from-empty"),
         pytest.param(b"q\nab", b"q\nb", 2, b"ab", b"b", id="shorter-last-line"),
+        pytest.param(b"a\na\n", b"a\na\na\n", 4, b"", b"a\n", id="a-repeated-line-added"),
+        pytest.param(b"\nab\n", b"\nac\n", 1, b"ab\n", b"ac\n", id="after-a-blank-first-line"),
     ],
 )
 def test_line_edit(before: bytes, after: bytes, offset: int, old: bytes, new: bytes) -> None:
@@ -57,6 +59,7 @@ def test_an_edit_applies_only_where_its_old_bytes_are() -> None:
 def test_line_number() -> None:
     data = b"a\nb\nc\n"
     assert [Edit(at, b"", b"").line_number(data) for at in (0, 1, 2, 3, 4, 6)] == [1, 1, 2, 2, 3, 4]
+    assert Edit(1, b"", b"").line_number(b"\nx") == 2
 
 
 def test_json_round_trip_keeps_any_byte() -> None:

@@ -338,3 +338,72 @@ def test_a_replayed_record_that_still_lists_the_undo_row_is_pointed_instead(spec
     now = world.record_change_after(listed, patched)
     planned = _plan(spec, world.later(patched, now, data), "revert")
     assert planned.steps[1] == record(world.record_of(SOURCE), now, AFTER_RECORD_STAT.mode)
+
+
+def _claim(undone: bytes, **fields: object) -> bytes:
+    import json
+
+    data = json.loads(undone)
+    for name, value in fields.items():
+        part, _, key = name.rpartition("__")
+        (data[part] if part else data)[key] = value
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+def test_revert_beside_an_untrusted_record_keeps_graph_pys_mode_and_mtime(spec: PatchSpec) -> None:
+    patched, rec, undone = world.applied()
+    setid = _claim(undone, graph__mode=0o4644, graph__mtime_ns=5)  # parses, but no original had it
+    snap = world.later(patched, rec, setid)
+    assert snap.undo is not None
+    planned = _plan(spec, snap, "revert")
+    assert planned.steps[0] == graph(SOURCE, AFTER_STAT, AFTER_STAT.mtime_ns, PATCHED)
+
+
+def test_settling_keeps_the_release_and_match_the_record_names(spec: PatchSpec) -> None:
+    patched, _, undone = world.applied()
+    claimed = _claim(undone, release="9.0.1", match="site")
+    planned = _plan(spec, world.later(patched, world.record_of(SOURCE), claimed), "apply")
+    first = planned.steps[0]
+    assert isinstance(first, fsio.Write) and first.label == "undo"
+    expected = world.undo_json(
+        world.graph_change(SOURCE, PATCHED),
+        world.record_change(world.record_of(SOURCE), PATCHED, AFTER_RECORD_STAT),
+        "9.0.1",
+        "site",
+    )
+    assert first.data == expected
+
+
+@pytest.mark.parametrize(
+    ("lines", "ours"),
+    [
+        (b"torch/_inductor/graph.py,sha256=x,1\r\n", True),
+        (b'"torch/_inductor/graph.py","",""\n', True),
+        (b"torch/_inductor/graph.py\n", True),
+        (b"torch/_inductor/graph.py,,\nu.json,,\n", True),
+        (b"", True),
+        (b"Xtorch/_inductor/graph.py,,\n", False),
+        (b" torch/_inductor/graph.py,,\n", False),
+        (b"torch/other.py,torch/_inductor/graph.py,\n", False),
+        (b"\xff,,\n", False),
+        (b"torch/_inductor/graph.py,,\nother,,\n", False),
+    ],
+)
+def test_only_rows(lines: bytes, ours: bool) -> None:
+    assert plan._only_rows(lines, (world.ROW, "u.json")) == ours
+
+
+def test_a_recorded_record_edit_that_removed_a_row_is_not_replayed(spec: PatchSpec) -> None:
+    patched, _, undone = world.applied()
+    extra = b"torch/other.py,,\r\n"
+    pristine = world.record_of(SOURCE)
+    at, old = world.line_of(pristine, b"torch/_inductor/graph.py,")
+    before = pristine[:at] + extra + pristine[at:]
+    now = world.record_change_after(pristine, patched)
+    new = now[at : len(now) - len(world.VERSION_ROW) - 2]
+    change = world.change_json(world.RECORD_ROW, before, now, at, extra + old, new, 0o664, 1)
+    full = _claim(undone, record=change)
+    snap = world.later(patched, now, full)
+    assert snap.undo is not None and snap.undo.record is not None
+    planned = _plan(spec, snap, "revert")
+    assert planned.steps[1] == record(pristine, now, AFTER_RECORD_STAT.mode)  # pointed, not replayed

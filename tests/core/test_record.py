@@ -153,3 +153,46 @@ def test_a_malformed_quoted_row_is_a_damaged_install() -> None:
     with pytest.raises(LazylogError) as raised:
         record.fit(f'"{ROW}",a\rb,\n'.encode(), ROW, DATA)
     assert "it has a malformed row (new-line character seen" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("rec", "offset"),
+    [
+        (f"\n{ROW},,\n", 1),  # a blank first line
+        (f"\r{ROW},,\n", 1),
+        (f"a.py,,\rb.py,,\r{ROW},,\n", 14),  # CR-only line ends: the row starts after the last CR
+        (f"a.py,,\r\nb.py,,\r{ROW},,\n", 15),
+    ],
+)
+def test_where_a_row_starts(rec: str, offset: int) -> None:
+    (row,) = record.rows(rec.encode(), ROW)
+    assert row.offset == offset and row.line == f"{ROW},,\n".encode()
+
+
+def test_three_rows_are_all_found() -> None:
+    rec = f"{ROW},,1\n{ROW},,2\n{ROW},,3\n".encode()
+    assert [r.size for r in record.rows(rec, ROW)] == ["1", "2", "3"]
+
+
+def test_a_path_ending_in_x_and_a_size_of_spaces() -> None:
+    (row,) = record.rows(b"a/X\n", "a/X")
+    assert row.path == "a/X"
+    spaced = f"{ROW},{b64('sha256', DATA)}, \n".encode()  # a size of spaces is a size
+    assert record.pointed(spaced, ROW, NEW) == f"{ROW},{b64('sha256', NEW)},{len(NEW)}\n".encode()
+
+
+def test_a_hash_ending_in_x_is_written_whole() -> None:
+    # sha384's 48 bytes need no padding: its last character can be any, an X among them
+    data = next(d for d in (b"%d" % i for i in range(10_000)) if b64("sha384", d).endswith("X"))
+    assert record.hash_field("sha384", data) == b64("sha384", data)
+
+
+def test_a_malformed_hash_keeps_its_algorithm() -> None:
+    rec = f"{ROW},md5=a=b,3\n".encode()
+    assert not record.describes("md5=a=b", DATA)
+    assert record.pointed(rec, ROW, DATA) == f"{ROW},{b64('md5', DATA)},{len(DATA)}\n".encode()
+
+
+def test_the_added_row_takes_the_line_end_of_graph_pys_row() -> None:
+    rec = f"a.py,,\r\n{ROW},,\nb.py,,\r\n".encode()
+    assert record.pointed(rec, ROW, NEW, add="u.json") == f"a.py,,\r\n{ROW},,\nu.json,,\nb.py,,\r\n".encode()

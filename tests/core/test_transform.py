@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from patcher.outcome import Refused, Rewritten, Unchanged
@@ -432,3 +434,158 @@ def test_what_libcst_accepts_and_ast_does_not_is_refused(spec: PatchSpec) -> Non
     source = _odd_site(tail=b"# \x00 " + ODD.encode() + b"\n")
     outcome = rewrite(source, spec)
     assert isinstance(outcome, Refused) and outcome.reason.startswith("graph.py is not valid Python (")
+
+
+def test_two_in_the_scope_are_counted_exactly(spec: PatchSpec) -> None:
+    at = src().rindex(b"make_fallback(target)")  # the call after the log line, in the branch
+    source = src()[:at] + b"print(" + EAGER.encode() + b")" + src()[at + len(b"make_fallback(target)") :]
+    assert rewrite(source, spec) == Refused(
+        f"the argument `{EAGER}` (or its lazy form) occurs 2 times; expected once"
+    )
+
+
+def test_the_argument_as_a_class_base_is_no_call(spec: PatchSpec) -> None:
+    source = (
+        b"from torch._logging import LazyString\n\n\nclass GraphLowering("
+        + EAGER.encode()
+        + b"):\n    pass\n"
+    )
+    assert rewrite(source, spec) == Refused(
+        "the log call differs from the known one: expected "
+        f'`log.info("Creating implicit fallback for:\\n%s", {EAGER})`, found `no call`',
+        None,
+        "eager",
+    )
+
+
+BRANCHED = (
+    TEMPLATE.replace(
+        "            elif config.implicit_fallbacks:\n",
+        "            # why\n            elif config.implicit_fallbacks:\n",
+    )
+    + "            else:\n                pass\n"
+)
+
+
+def test_the_branch_is_shown_without_what_precedes_or_follows_it(spec: PatchSpec) -> None:
+    site = site_of(src(template=BRANCHED), spec)
+    assert not isinstance(site, Refused)
+    assert site.code.startswith("if config.implicit_fallbacks:\n") and site.code.endswith(
+        "    make_fallback(target)\n"
+    )
+    refused = rewrite(src(template=BRANCHED).replace(b"log.info(", b"log.warning("), spec)
+    assert isinstance(refused, Refused) and refused.branch is not None
+    assert refused.branch.startswith("if config.implicit_fallbacks:\n")
+    assert refused.branch.endswith("    make_fallback(target)\n")
+
+
+@pytest.mark.parametrize(
+    ("imports", "rewritten"),
+    [
+        (b"if 1:\n    pass\nfrom torch._logging import LazyString", True),  # after a compound statement
+        (b"from os import path; from torch._logging import LazyString", True),
+        (b"from . import LazyString", False),
+        (b"from .torch._logging import LazyString", False),
+    ],
+    ids=["after-compound", "after-another-import", "relative-no-module", "relative-same-name"],
+)
+def test_which_imports_count(spec: PatchSpec, imports: bytes, rewritten: bool) -> None:
+    source = src().replace(b"from torch._logging import LazyString, trace_structured", imports)
+    outcome = rewrite(source, spec)
+    if rewritten:
+        assert isinstance(outcome, Rewritten) and outcome.source == lazy(source)
+    else:
+        assert outcome == Refused(
+            "graph.py does not import `LazyString` from `torch._logging` at module level"
+        )
+
+
+def test_a_libcst_syntax_error_names_its_first_line(spec: PatchSpec) -> None:
+    import libcst as cst
+
+    bad = b"x = (\n"
+    try:
+        cst.parse_module(bad)
+    except cst.ParserSyntaxError as exc:
+        first = str(exc).splitlines()[0]
+    assert rewrite(bad, spec) == Refused(f"graph.py is not valid Python (ParserSyntaxError: {first})")
+
+
+def test_the_fingerprint_is_the_digest_of_scope_test_and_body(spec: PatchSpec) -> None:
+    import hashlib
+    import json
+
+    import libcst as cst
+
+    from patcher.canonical import canonical
+
+    module = cst.parse_module(src())
+    node: Any = module.body[1]  # class GraphLowering > def call_function > if target ... > elif
+    branch = node.body.body[0].body.body[0].body.body[0].orelse
+    shape = {"scope": spec.scope, "test": canonical(branch.test), "body": canonical(branch.body)}
+    text = json.dumps({"form": 2, "value": shape}, separators=(",", ":"))
+    site = site_of(src(), spec)
+    assert not isinstance(site, Refused) and site.fingerprint == hashlib.sha256(text.encode()).hexdigest()
+
+
+def test_a_compile_error_names_the_file_and_line(spec: PatchSpec) -> None:
+    assert rewrite(b"return 1\n" + src(), spec) == Refused(
+        "graph.py is not valid Python (SyntaxError: 'return' outside function (graph.py, line 1))"
+    )
+
+
+def test_an_uncovered_branch_is_refused_by_rewrite_too(spec: PatchSpec) -> None:
+    source = src().replace(b"                make_fallback(target)\n", b"                yield target\n")
+    assert rewrite(source, spec) == site_of(source, spec)
+    assert isinstance(rewrite(source, spec), Refused)
+
+
+def test_a_unique_argument_needs_no_ast(spec: PatchSpec) -> None:
+    """Its one occurrence is where libcst found it: a file ast cannot read is still rewritten."""
+    source = src() + b"# \x00\n"
+    outcome = rewrite(source, spec, compile_check=False)
+    assert isinstance(outcome, Rewritten), outcome
+    assert outcome.source == lazy(source) and outcome.before == site_of(src(), spec)
+
+
+def test_a_nested_function_inside_the_scope_is_not_entered(spec: PatchSpec) -> None:
+    source = src().replace(
+        b"        if target not in lowerings:\n",
+        b'        def helper():\n            log.info("x", '
+        + EAGER.encode()
+        + b")\n\n        if target not in lowerings:\n",
+    )
+    outcome = rewrite(source, spec)
+    assert isinstance(outcome, Refused) and "occurs 2 times" in outcome.reason  # found once, seen twice
+
+
+def test_a_method_defined_twice_is_entered_each_time(spec: PatchSpec) -> None:
+    source = src().replace(
+        b"    def call_function(self, target, args, kwargs):\n",
+        b"    def call_function(self):\n        pass\n\n    def call_function(self, target, args, kwargs):\n",
+    )
+    outcome = rewrite(source, spec)
+    assert isinstance(outcome, Rewritten) and outcome.source == lazy(source)
+
+
+def test_the_innermost_branch_is_the_site(spec: PatchSpec) -> None:
+    nested = src().replace(
+        b"        if target not in lowerings:\n", b"        if True:\n          if target not in lowerings:\n"
+    )
+    nested = nested.replace(b"\n            ", b"\n              ")
+    site = site_of(nested, spec)
+    assert not isinstance(site, Refused) and site.code.startswith("if config.implicit_fallbacks:\n")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [b"print(" + ODD.encode() + b")\n", b"y = print(" + ODD.encode() + b")\n"],
+    ids=["call-statement", "assignment-of-a-call"],
+)
+def test_statements_outside_the_scope_are_not_entered(spec: PatchSpec, line: bytes) -> None:
+    source = _odd_site(extra_before=line)
+    outcome = rewrite(source, spec)
+    assert isinstance(outcome, Rewritten), outcome
+    head = b"                    "
+    at = source.index(head + ODD.encode()) + len(head)
+    assert outcome.source == source[:at] + LAZY.encode() + source[at + len(ODD) :]
