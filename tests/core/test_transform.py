@@ -431,9 +431,21 @@ def test_a_call_of_operator_str_that_cannot_be_fingerprinted_is_not_the_site(spe
 
 
 def test_what_libcst_accepts_and_ast_does_not_is_refused(spec: PatchSpec) -> None:
+    import ast
+
     source = _odd_site(tail=b"# \x00 " + ODD.encode() + b"\n")
+    try:  # the oracle: this Python's own words (a ValueError before 3.11, a SyntaxError since)
+        ast.parse(source)
+    except (SyntaxError, ValueError) as exc:
+        why = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
+    assert rewrite(source, spec) == Refused(f"graph.py is not valid Python ({why})")
+
+
+def test_the_compile_check_does_not_inherit_the_tools_future_imports(spec: PatchSpec) -> None:
+    """Under `from __future__ import annotations` a yield in an annotation is an error; not in graph.py."""
+    source = src() + b"\n\ndef g():\n    x: (yield) = 1\n"
     outcome = rewrite(source, spec)
-    assert isinstance(outcome, Refused) and outcome.reason.startswith("graph.py is not valid Python (")
+    assert isinstance(outcome, Rewritten) and outcome.source == lazy(source)
 
 
 def test_two_in_the_scope_are_counted_exactly(spec: PatchSpec) -> None:
@@ -589,3 +601,11 @@ def test_statements_outside_the_scope_are_not_entered(spec: PatchSpec, line: byt
     head = b"                    "
     at = source.index(head + ODD.encode()) + len(head)
     assert outcome.source == source[:at] + LAZY.encode() + source[at + len(ODD) :]
+
+
+def test_an_argument_over_several_lines_is_refused(spec: PatchSpec) -> None:
+    """libcst renders a multi-line argument without its indentation: its bytes are not found."""
+    source = src("error.operator_str(\n                        target, args, kwargs\n                    )")
+    assert rewrite(source, spec) == Refused(
+        f"the argument `{EAGER}` could not be located by its byte offsets"
+    )
