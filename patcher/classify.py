@@ -122,7 +122,8 @@ def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[K
         known_edit = _known_edit(source, spec, hit)
         if known_edit is not None:
             return hit, known_edit
-        reason = f"patching it does not give the known patched bytes of torch {hit.release.version if hit.release else ''}"
+        assert hit.release is not None  # a hash is known by its release
+        reason = f"patching it does not give the known patched bytes of torch {hit.release.version}"
         return Known("unknown", None, None, reason), None
     from patcher.outcome import Refused, Rewritten
     from patcher.transform import rewrite

@@ -82,9 +82,7 @@ def _act(
         assert reading.original is not None
         kept = snap.undo.graph if snap.undo is not None and reading.facts.fit == "after" else None
         mode, mtime = (kept.mode, kept.mtime_ns) if kept else (end.mode, end.mtime_ns)
-        return End(
-            reading.original, True, None, snap.undo_raw is not None, mode, mtime, end.release, end.match
-        )
+        return End(reading.original, True, None, snap.undo_raw is not None, mode, mtime)  # no record left
     if action == "drop":
         return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
     return end  # settle: RECORD and the pycs follow graph.py in every plan
@@ -131,7 +129,7 @@ def _record_after(
 
 def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
     """The recorded RECORD edit touches only graph.py's row (and, after apply, the undo row)."""
-    firsts = (line.split(b",", 1)[0].strip(b'"').decode("utf-8", "replace") for line in lines.splitlines())
+    firsts = (line.partition(b",")[0].strip(b'"').decode("utf-8", "replace") for line in lines.splitlines())
     return all(any(record.same(first, path, base) for path in paths) for first in firsts)
 
 

@@ -45,7 +45,7 @@ def _fields(line: bytes) -> list[str]:
     import csv  # a quoted row (a path with a comma or a quote)
 
     try:
-        return next(csv.reader([text]), [])
+        return next(csv.reader([text]))  # one line: always one row
     except csv.Error as exc:
         raise damaged(f"it has a malformed row ({exc})") from exc
 
@@ -70,9 +70,11 @@ def same(row_path: str, path: str, base: str = "") -> bool:
 
 def _ends_a_path(record: bytes, at: int, size: int) -> bool:
     """Whether the name found at `at` is a whole last component of a row's path: after a `/`, a
-    quote or the start of a line, before the comma or quote that ends the field."""
+    quote or the start of a line, before the comma or quote that ends the field (or the line end of a
+    row that is a path alone)."""
     before = record[at - 1 : at] if at else b"\n"
-    return before in (b"/", b'"', b"\n", b"\r") and record[at + size : at + size + 1] in (b",", b'"')
+    after = record[at + size : at + size + 1] or b"\n"
+    return before in (b"/", b'"', b"\n", b"\r") and after in (b",", b'"', b"\n", b"\r")
 
 
 # rows()'s answers about the last RECORD it read (kept with it, so `is` tells the same bytes): every

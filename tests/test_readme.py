@@ -64,3 +64,23 @@ def test_the_state_table_is_the_codes() -> None:
         README.index("<!-- states -->\n") + len("<!-- states -->\n") : README.index("<!-- /states -->")
     ]
     assert table == states_markdown()
+
+
+def test_the_mutation_command_and_its_equivalents_are_the_ones_ci_runs() -> None:
+    import re
+
+    root = Path(__file__).resolve().parent.parent
+    ci = (root / ".ci" / "run").read_text()
+    assert ".venv/bin/mutmut run --max-children 1" in ci and ".venv/bin/python .ci/mutmut_check.py" in ci
+    assert (
+        "rm -rf mutants && .venv/bin/mutmut run --max-children 1 && .venv/bin/python .ci/mutmut_check.py"
+        in README
+    )
+    named = [
+        line
+        for line in (root / ".ci" / "mutmut-equivalent.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert all(re.fullmatch(r"patcher\.\S+__mutmut_\d+\s+# \S.*", line) for line in named), named
+    stated = README[README.index("<!-- equivalent -->") : README.index("<!-- /equivalent -->")]
+    assert f"{len(named)} of " in stated, stated

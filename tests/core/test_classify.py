@@ -1,0 +1,281 @@
+"""patcher.classify: what a graph.py is (by hash, else by site), the nearest release, apply's decision."""
+
+from __future__ import annotations
+
+import pytest
+
+from patcher import classify as classify_module
+from patcher.classify import Known, base_version, by_hash, classify, decide
+from patcher.fingerprint import build_releases
+from patcher.outcome import Refused, Rewritten
+from patcher.spec import PatchSpec
+from tests.core import world
+from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
+
+RECODED = SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, 1])")
+
+
+@pytest.fixture(scope="module")
+def three(spec: PatchSpec) -> PatchSpec:
+    """9.0.0 and 9.0.1 share graph.py (as 2.12.0 and 2.12.1 do); 9.1.0 ships the fix."""
+    rows = build_releases([("9.0.1", SOURCE), ("9.0.0", SOURCE), ("9.1.0", NATIVE)], spec)
+    return spec._replace(releases=rows)
+
+
+@pytest.mark.parametrize(
+    ("version", "base"),
+    [
+        ("2.10.0+cu128", "2.10.0"),
+        ("2.10.0+rocm7.1", "2.10.0"),
+        ("2.10.0+git8514f05", "2.10.0"),
+        ("2.10.0", "2.10.0"),
+        (None, ""),
+        ("", ""),
+    ],
+)
+def test_base_version(version: str | None, base: str) -> None:
+    assert base_version(version) == base
+
+
+@pytest.mark.parametrize(
+    ("version", "nearest"),
+    [
+        ("9.0.0+cu128", "9.0.0"),
+        ("9.0.0+rocm7.1", "9.0.0"),
+        ("9.0.1+git8514f05", "9.0.1"),
+        ("9.0.1", "9.0.1"),
+        (None, "9.0.1"),  # no version: the newest release with these bytes
+        ("8.0.0", "9.0.1"),
+        ("9.0.0a0+git1", "9.0.1"),  # a pre-release label is no release of the table
+    ],
+)
+def test_release_matching_with_local_version_suffixes(
+    three: PatchSpec, version: str | None, nearest: str
+) -> None:
+    hit = by_hash(SOURCE, three, version)
+    assert hit is not None and hit.release is not None
+    assert (hit.state, hit.release.version, hit.match) == ("eager", nearest, "exact")
+    known = classify(SOURCE, three, version)
+    assert known.release == hit.release and known.reason == "" and known.diff == ""
+
+
+def test_by_hash(spec: PatchSpec) -> None:
+    for source, state, version in [
+        (SOURCE, "eager", "9.0.0"),
+        (PATCHED, "patched", "9.0.0"),
+        (NATIVE, "native", "9.1.0"),
+    ]:
+        hit = by_hash(source, spec, "9.1.0+cu128")
+        assert hit is not None and hit.release is not None
+        assert (hit.state, hit.release.version, hit.match) == (state, version, "exact")
+        assert hit.release.sha256 == sha(SOURCE if state != "native" else NATIVE)
+    assert by_hash(VENDOR, spec, "9.0.0") is None
+
+
+@pytest.mark.parametrize(
+    ("source", "state", "release"),
+    [
+        (VENDOR, "eager", "9.0.0"),
+        (VENDOR.replace(EAGER, LAZY), "native", "9.1.0"),  # a lazy branch the way a release ships it
+    ],
+)
+def test_classify_by_site(spec: PatchSpec, source: bytes, state: str, release: str) -> None:
+    known = classify(source, spec, "9.0.0+cu128")
+    assert known.release is not None
+    assert (known.state, known.release.version, known.match, known.reason, known.diff) == (
+        state,
+        release,
+        "site",
+        "",
+        "",
+    )
+
+
+def test_a_lazy_branch_no_release_ships_is_known_as_patched(spec: PatchSpec) -> None:
+    only_eager = spec._replace(releases=build_releases([("9.0.0", SOURCE)], spec))
+    known = classify(VENDOR.replace(EAGER, LAZY), only_eager, "9.0.0")
+    assert known.release is not None and (known.state, known.release.version, known.match) == (
+        "patched",
+        "9.0.0",
+        "site",
+    )
+
+
+DIFF = """The branch differs from the nearest release, {v}:
+--- torch {v} (nearest release)
++++ installed torch{installed}
+@@ -1,3 +1,3 @@
+ if config.implicit_fallbacks:
+-    error = MissingOperatorWithDecomp if get_decompositions([target]) else MissingOperatorWithoutDecomp
++    error = MissingOperatorWithDecomp if get_decompositions([target, 1]) else MissingOperatorWithoutDecomp
+     log.info("""
+
+
+@pytest.mark.parametrize(
+    ("source", "version", "nearest", "installed"),
+    [
+        (RECODED, "9.0.0+rocm7.1", "9.0.0", " 9.0.0+rocm7.1"),
+        (RECODED, None, "9.0.0", ""),
+        (RECODED.replace(EAGER, LAZY), None, "9.1.0", ""),  # 9.0.0 patched and 9.1.0 share the branch
+        (RECODED.replace(EAGER, LAZY), "9.0.0+cu128", "9.0.0", " 9.0.0+cu128"),  # the same version wins
+    ],
+)
+def test_an_unknown_branch_is_shown_against_the_nearest_release(
+    spec: PatchSpec, source: bytes, version: str | None, nearest: str, installed: str
+) -> None:
+    known = classify(source, spec, version)
+    assert (known.state, known.release, known.match) == ("unknown", None, None)
+    assert known.reason == "its implicit-fallback branch matches no known release"
+    assert known.diff == DIFF.format(v=nearest, installed=installed)
+
+
+def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpec) -> None:
+    other = SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, 2])")
+    extra = b"".join(b"                x%d = 1\n" % i for i in range(30))
+    table = spec._replace(releases=build_releases([("9.0.0", SOURCE), ("9.2.0", other)], spec))
+    known = classify(
+        RECODED.replace(b"                log.info(", extra + b"                log.info("), table, "9.2.0"
+    )
+    shown = known.diff.splitlines()
+    assert shown[0] == "The branch differs from the nearest release, 9.2.0:"  # same version, equally similar
+    assert len(shown) == 1 + 24 + 1 and shown[-1] == "..."
+    near = classify(
+        SOURCE.replace(b"else MissingOperatorWithoutDecomp", b"else MissingOperatorWithoutDecomX"),
+        table,
+        "9.2.0",
+    )
+    assert near.diff.splitlines()[0] == "The branch differs from the nearest release, 9.0.0:"  # more similar
+    assert "..." not in near.diff.splitlines()
+
+
+def test_no_diff_without_site_code(spec: PatchSpec) -> None:
+    bare = spec._replace(releases=spec.releases._replace(site_code={}))
+    known = classify(RECODED, bare, "9.0.0")
+    assert (known.state, known.diff) == ("unknown", "")
+
+
+def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> None:
+    warned = SOURCE.replace(b"log.info(", b"log.warning(")
+    known = classify(warned, spec, "9.0.0")
+    assert known.state == "unknown" and known.reason.startswith("the log call differs from the known one")
+    assert known.diff.splitlines()[5:7] == ["-    log.info(", "+    log.warning("]
+    broken = classify(b"x = (\n", spec, None)
+    assert (broken.state, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
+    assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
+    assert decide(warned, spec, "9.0.0")[0] == known
+
+
+def test_decide_on_each_known_release(spec: PatchSpec) -> None:
+    known, rewritten = decide(SOURCE, spec, "9.0.0+cu128")
+    assert known == by_hash(SOURCE, spec, "9.0.0") and isinstance(rewritten, Rewritten)
+    at, line = world.line_of(SOURCE, EAGER)
+    assert rewritten.source == PATCHED
+    assert (rewritten.edit.offset, rewritten.edit.old, rewritten.edit.new) == (
+        at,
+        line,
+        line.replace(EAGER, LAZY),
+    )
+    assert known.release is not None and rewritten.before == (("eager", known.release.site, ""))
+    for lazy in (PATCHED, NATIVE):
+        assert decide(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
+
+
+def test_decide_on_a_vendor_build(spec: PatchSpec) -> None:
+    known, rewritten = decide(VENDOR, spec, "9.0.0+git8514f05")
+    assert known == classify(VENDOR, spec, "9.0.0") and known.state == "eager"
+    assert isinstance(rewritten, Rewritten) and rewritten.source == VENDOR.replace(EAGER, LAZY)
+    lazy = VENDOR.replace(EAGER, LAZY)
+    assert decide(lazy, spec, "9.0.0") == (classify(lazy, spec, "9.0.0"), None)
+
+
+def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: PatchSpec) -> None:
+    row = spec.releases.rows[0]
+    wrong = spec._replace(
+        releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
+    )
+    assert decide(SOURCE, wrong, "9.0.0") == (
+        Known("unknown", None, None, "patching it does not give the known patched bytes of torch 9.0.0"),
+        None,
+    )
+    doubled = SOURCE + b"# " + EAGER + b"\n"  # the eager text twice: no one-edit swap
+    table = spec._replace(
+        releases=spec.releases._replace(rows=(row._replace(sha256=sha(doubled)), *spec.releases.rows[1:]))
+    )
+    assert decide(doubled, table, "9.0.0")[0].state == "unknown"
+    already = SOURCE + b"# " + LAZY + b"\n"  # the lazy text there already
+    table = spec._replace(
+        releases=spec.releases._replace(rows=(row._replace(sha256=sha(already)), *spec.releases.rows[1:]))
+    )
+    assert decide(already, table, "9.0.0")[1] is None
+
+
+def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
+    site = classify_module.by_site(
+        __import__("patcher.outcome", fromlist=["Site"]).Site("eager", "0" * 64, "if x:\n    pass\n"),
+        spec,
+        "9.0.0",
+    )
+    assert (site.state, site.release, site.reason) == (
+        "unknown",
+        None,
+        "its implicit-fallback branch matches no known release",
+    )
+    assert site.diff.startswith(
+        "The branch differs from the nearest release, 9.0.0:\n--- torch 9.0.0 (nearest release)\n"
+    )
+    refused = classify_module._refused(Refused("why"), spec, "9.0.0")
+    assert refused == Known("unknown", None, None, "why", "")
+
+
+def test_the_newest_release_is_ordered_by_number_not_text(spec: PatchSpec) -> None:
+    table = spec._replace(releases=build_releases([("9.9.0", SOURCE), ("9.10.0", SOURCE)], spec))
+    hit = by_hash(SOURCE, table, None)
+    assert hit is not None and hit.release is not None and hit.release.version == "9.10.0"
+
+
+def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None:
+    for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
+        known = classify(VENDOR, three, version)
+        assert known.release is not None and known.release.version == version.split("+")[0]
+        decided, rewritten = decide(VENDOR, three, version)
+        assert decided == known and rewritten is not None
+        exact, _ = decide(SOURCE, three, version)
+        assert exact.release is not None and exact.release.version == version.split("+")[0]
+
+
+def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
+    known, rewritten = decide(RECODED, spec, "9.0.0")
+    assert (known.state, rewritten) == ("unknown", None)
+    assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
+
+
+def test_a_refused_branch_is_shown_in_its_own_form(spec: PatchSpec) -> None:
+    warned = SOURCE.replace(b"log.info(", b"log.warning(")
+    assert classify(warned, spec, "9.0.0+cu128").diff == (
+        "The branch differs from the nearest release, 9.0.0:\n"
+        "--- torch 9.0.0 (nearest release)\n"
+        "+++ installed torch 9.0.0+cu128\n"
+        "@@ -2,3 +2,3 @@\n"
+        "     error = MissingOperatorWithDecomp if get_decompositions([target]) else MissingOperatorWithoutDecomp\n"
+        "-    log.info(\n"
+        "+    log.warning(\n"
+        '         "Creating implicit fallback for:\\n%s",'
+    )
+
+
+def test_between_equally_similar_branches_the_installed_version_wins(spec: PatchSpec) -> None:
+    def branch(n: bytes) -> bytes:
+        return SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, " + n + b"])")
+
+    table = spec._replace(releases=build_releases([("9.0.0", branch(b"2")), ("9.2.0", branch(b"3"))], spec))
+    for version in ("9.0.0", "9.2.0"):
+        shown = classify(branch(b"1"), table, version).diff.splitlines()[0]
+        assert shown == f"The branch differs from the nearest release, {version}:"
+
+
+@pytest.mark.parametrize(("added", "lines", "cut"), [(19, 25, False), (20, 26, True)])
+def test_a_diff_is_cut_after_24_lines(spec: PatchSpec, added: int, lines: int, cut: bool) -> None:
+    extra = b"".join(b"                x%d = 1\n" % i for i in range(added))
+    source = SOURCE.replace(b"                log.info(", extra + b"                log.info(")
+    shown = classify(source, spec, "9.0.0").diff.splitlines()
+    assert len(shown) == lines and (shown[-1] == "...") == cut
