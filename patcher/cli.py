@@ -113,7 +113,12 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     "--samples", type=click.IntRange(1, 100), default=3, show_default=True, help="Stack dumps per process."
 )
 @click.option(
-    "--interval", type=click.FloatRange(0, 10), default=0.1, show_default=True, help="Seconds between dumps."
+    "--interval",
+    type=click.FloatRange(0, 10),
+    default=0.1,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value),
+    help="Seconds between dumps.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text.")
 @click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors.")
@@ -164,6 +169,12 @@ def fingerprint(
     commands.finish(commands.caught("fingerprint", as_json, False, work), as_json)
 
 
+def _finite(value: float) -> float:
+    if value != value:  # NaN passes every range check
+        raise click.BadParameter("nan is not a number of seconds.")
+    return value
+
+
 def _command_word() -> str:
     words = [w for w in sys.argv[1:] if not w.startswith("-")]
     return words[0] if words and words[0] in cli.commands else "torch-lazylog"
@@ -182,13 +193,14 @@ def main() -> None:
         if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
-        error = Report(_command_word(), "unknown", False, exc.format_message(), ExitCode(exc.exit_code))
-        commands.finish(error, True)
+        word = _command_word()
+        error = Report(word, "unknown", False, exc.format_message(), ExitCode(exc.exit_code))
+        commands.finish(error, True, {"processes": []} if word == "diagnose" else None)
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         interrupted = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
         from patcher.messages import interrupted as sentence
 
-        text = sentence(signal.Signals(signum).name)
+        text = sentence(signal.Signals(signum).name, _command_word())
         commands.finish(Report(_command_word(), "unknown", False, text, interrupted), as_json)
     sys.exit(code if isinstance(code, int) else 0)

@@ -87,7 +87,7 @@ def caught(
         code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
         from patcher.messages import interrupted
 
-        finish(error_report(command, code, interrupted(name), "unknown", {}), as_json, extra)
+        finish(error_report(command, code, interrupted(name, command), "unknown", {}), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             _traceback()

@@ -230,7 +230,9 @@ def missing_dependency(module: str, what: str) -> str:
     )
 
 
-def interrupted(signal_name: str) -> str:
+def interrupted(signal_name: str, command: str = "") -> str:
+    if command == "diagnose":
+        return f"Interrupted by {signal_name}: diagnose only reads, so nothing was written; run it again"
     return (
         f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
         "Run `torch-lazylog verify` to see which, and the same command again to finish"

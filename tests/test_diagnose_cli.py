@@ -170,3 +170,41 @@ def test_the_torch_a_process_mapped_is_read_from_its_bytes(
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_zombie_is_named_as_exited() -> None:
+    """A child that exited and was not reaped: said to have exited, not called "not Python"."""
+    child = subprocess.Popen([sys.executable, "-c", "pass", TAG])
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].startswith(" Z"):
+            assert time.monotonic() < deadline, "the child never exited"
+            time.sleep(0.05)
+        code, report, _ = _diagnose(str(child.pid))
+        assert code == 2 and "has exited (a zombie" in report["message"], report
+    finally:
+        child.wait()
+
+
+@pytest.mark.parametrize(
+    "args", [["abc"], ["--samples", "0", "1"], ["--interval", "nan", "1"], ["--", "-5"], ["0"]]
+)
+def test_a_bad_argument_is_a_usage_error_of_the_same_shape(args: list[str]) -> None:
+    code, report, _ = _diagnose(*args)
+    assert code == 2 and report["exit_code"] == 2, report
+    assert list(report) == [*_readme_fields(), "processes"] and report["processes"] == []
+
+
+def test_without_py_spy_the_advice_names_the_command_for_the_tools_environment() -> None:
+    """Where the tool's environment has pip, its own; where it has none (the image step makes it so),
+    another Python's pip aimed at it with --python."""
+    from patcher.diagnose import stacks
+
+    assert stacks.install_command("/env/bin/python") == "/env/bin/python -m pip install 'py-spy>=0.4'"
+    without_pip = "import sys; sys.path = [p for p in sys.path if 'site-packages' not in p]; "
+    done = subprocess.run(
+        [sys.executable, "-c", without_pip + "from patcher.diagnose import stacks; "
+         "print(stacks.install_command('/env/bin/python'))"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60,
+    )  # fmt: skip
+    assert done.stdout.strip() == "python3 -m pip --python /env/bin/python install 'py-spy>=0.4'", done.stderr

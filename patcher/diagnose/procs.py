@@ -115,6 +115,21 @@ def environ(pid: int) -> dict[str, str]:
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
 
 
+def shown(argv: list[str], limit: int = 80) -> str:
+    """A command line for a sentence: on one line, cut with an ellipsis when long."""
+    text = " ".join(" ".join(argv).split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def zombie(pid: int) -> bool:
+    """Whether the process has exited and waits for its parent to reap it (state Z in its stat)."""
+    try:
+        stat = (PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :][:1] == b"Z"
+
+
 def command_line(pid: int) -> list[str]:
     try:
         data = (PROC / str(pid) / "cmdline").read_bytes()
@@ -182,6 +197,13 @@ def read(pid: int) -> ProcessFacts | Unreadable | None:
         return Unreadable(
             pid, ExitCode.USAGE, f"Expected a running process {pid}, found none: pass the server's PID"
         )
+    if zombie(pid):
+        return Unreadable(
+            pid,
+            ExitCode.USAGE,
+            f"Expected a running process {pid}, found one that has exited (a zombie its parent has not "
+            "reaped yet): pass the PID of a live server",
+        )
     try:
         files = loaded_files(pid)
         start = started(pid)
@@ -196,7 +218,7 @@ def read(pid: int) -> ProcessFacts | Unreadable | None:
 
 
 def not_python(pid: int) -> Unreadable:
-    name = " ".join(command_line(pid)[:1]) or "?"
+    name = shown(command_line(pid)[:1]) or "?"
     return Unreadable(
         pid,
         ExitCode.USAGE,

@@ -20,7 +20,7 @@ class Options(NamedTuple):
 
 
 def _no_torch(pid: int) -> Unreadable:
-    line = " ".join(procs.command_line(pid)[:3])
+    line = procs.shown(procs.command_line(pid)[:3])
     return Unreadable(
         pid,
         ExitCode.ENVIRONMENT,

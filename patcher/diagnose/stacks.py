@@ -23,8 +23,19 @@ from patcher.errors import ExitCode, LazylogError
 TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process
 MISSING = (
     "Expected py-spy (the stack sampler diagnose reads processes with) beside {python} or on PATH, "
-    "found none. Install the extra into the tool's environment: pip install 'torch-lazylog[diagnose]'"
+    "found none. Install it into the tool's environment: {install} (the `diagnose` extra of "
+    "torch-lazylog), or diagnose from the host"
 )
+
+
+def install_command(python: str = sys.executable) -> str:
+    """The command that puts py-spy into the environment of `python`: its own pip, or, in an
+    environment made without pip (as the image step makes the tool's), another Python's pip aimed at
+    it with --python (pip 22.3 or newer)."""
+    has_pip = any((Path(entry) / "pip" / "__init__.py").is_file() for entry in sys.path if entry)
+    if has_pip:
+        return f"{python} -m pip install 'py-spy>=0.4'"
+    return f"python3 -m pip --python {python} install 'py-spy>=0.4'"
 
 
 def find() -> str:
@@ -35,7 +46,9 @@ def find() -> str:
             return str(candidate)
     found = shutil.which("py-spy")
     if found is None:
-        raise LazylogError(ExitCode.ENVIRONMENT, MISSING.format(python=sys.executable))
+        raise LazylogError(
+            ExitCode.ENVIRONMENT, MISSING.format(python=sys.executable, install=install_command())
+        )
     return found
 
 
