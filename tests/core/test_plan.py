@@ -407,3 +407,60 @@ def test_a_recorded_record_edit_that_removed_a_row_is_not_replayed(spec: PatchSp
     assert snap.undo is not None and snap.undo.record is not None
     planned = _plan(spec, snap, "revert")
     assert planned.steps[1] == record(pristine, now, AFTER_RECORD_STAT.mode)  # pointed, not replayed
+
+
+# graph.py's row spelled absolute (the spec allows it), written out here: the plan must find it from
+# the dist-info's directory (`Snapshot.site`) and keep its spelling.
+_ABS = f"{world.SITE}/{world.ROW}"
+
+
+def _abs_record(graph_bytes: bytes, *extra: str) -> bytes:
+    return world.lines(world.INIT_ROW, f"{_ABS},{world.b64('sha256', graph_bytes)},{len(graph_bytes)}", *extra,
+                       world.VERSION_ROW)  # fmt: skip
+
+
+def _record_write(planned: plan.Plan) -> fsio.Write:
+    (write,) = [s for s in planned.steps if isinstance(s, fsio.Write) and s.label == "RECORD"]
+    return write
+
+
+def test_apply_keeps_an_absolute_graph_row_absolute(spec: PatchSpec) -> None:
+    patched = SOURCE.replace(world.EAGER, world.LAZY)
+    snap = world.snap(SOURCE, _abs_record(SOURCE))._replace(site=str(world.SITE))
+    assert _record_write(_plan(spec, snap, "apply")).data == _abs_record(patched, f"{world.UNDO_ROW},,")
+
+
+def test_revert_restores_a_record_with_an_absolute_row_byte_for_byte_with_its_mode_and_mtime(
+    spec: PatchSpec,
+) -> None:
+    patched = SOURCE.replace(world.EAGER, world.LAZY)
+    before = _abs_record(SOURCE)
+    offset, old = world.line_of(before, f"{_ABS},".encode())
+    new = f"{_ABS},{world.b64('sha256', patched)},{len(patched)}\r\n{world.UNDO_ROW},,\r\n".encode()
+    after = before[:offset] + new + before[offset + len(old) :]
+    change = world.change_json(
+        world.RECORD_ROW, before, after, offset, old, new, RECORD_STAT.mode, RECORD_STAT.mtime_ns
+    )
+    undone = world.undo_json(world.graph_change(SOURCE, patched), change)
+    snap = world.later(patched, after, undone)._replace(site=str(world.SITE))
+    write = _record_write(_plan(spec, snap, "revert"))
+    assert (write.data, write.mode, write.mtime_ns) == (before, RECORD_STAT.mode, RECORD_STAT.mtime_ns)
+
+
+def test_revert_never_restores_a_record_that_would_keep_an_undo_row_in_another_spelling(
+    spec: PatchSpec,
+) -> None:
+    """RECORD as it was before apply already listed the undo record, spelled absolute: restoring those
+    bytes would keep a row for a file revert removes, so graph.py's row is pointed instead."""
+    patched = SOURCE.replace(world.EAGER, world.LAZY)
+    before = _abs_record(SOURCE, f"{world.SITE}/{world.UNDO_ROW},,")
+    offset, old = world.line_of(before, f"{_ABS},".encode())
+    new = f"{_ABS},{world.b64('sha256', patched)},{len(patched)}\r\n{world.UNDO_ROW},,\r\n".encode()
+    after = before[:offset] + new + before[offset + len(old) :]
+    change = world.change_json(
+        world.RECORD_ROW, before, after, offset, old, new, RECORD_STAT.mode, RECORD_STAT.mtime_ns
+    )
+    undone = world.undo_json(world.graph_change(SOURCE, patched), change)
+    snap = world.later(patched, after, undone)._replace(site=str(world.SITE))
+    write = _record_write(_plan(spec, snap, "revert"))
+    assert write.data == _abs_record(SOURCE) and write.mtime_ns is None
