@@ -70,7 +70,7 @@ def test_the_recorded_hang_is_the_eager_formatting() -> None:
 
 def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
     lazy_str = Frame(
-        "LazyString.__str__", "/venv/lib/python3.11/site-packages/torch/_logging/_internal.py", 1255
+        "LazyString.__str__", "/venv/lib/python3/site-packages/torch/_logging/_internal.py", 1255
     )
     sample = _with_caller(_recorded(), lazy_str)
     process = _process(torch_logs="+inductor")
@@ -82,7 +82,7 @@ def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
 
 
 def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
-    other = Frame("OperatorIssue.__str__", "/venv/lib/python3.11/site-packages/torch/_inductor/exc.py", 40)
+    other = Frame("OperatorIssue.__str__", "/venv/lib/python3/site-packages/torch/_inductor/exc.py", 40)
     found = verdict.decide(_process(), [_with_caller(_recorded(), other)], LAZY)
     assert (found.kind, found.code, found.in_formatting) == ("lazy", 0, 0)
 
