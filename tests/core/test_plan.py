@@ -430,11 +430,10 @@ def test_apply_keeps_an_absolute_graph_row_absolute(spec: PatchSpec) -> None:
     assert _record_write(_plan(spec, snap, "apply")).data == _abs_record(patched, f"{world.UNDO_ROW},,")
 
 
-def test_revert_restores_a_record_with_an_absolute_row_byte_for_byte_with_its_mode_and_mtime(
-    spec: PatchSpec,
-) -> None:
+def _reverting(before: bytes) -> Snapshot:
+    """As apply leaves `before` (graph.py's row absolute): the row pointed at the patched bytes, the
+    undo row after it, and the undo record of exactly that edit."""
     patched = SOURCE.replace(world.EAGER, world.LAZY)
-    before = _abs_record(SOURCE)
     offset, old = world.line_of(before, f"{_ABS},".encode())
     new = f"{_ABS},{world.b64('sha256', patched)},{len(patched)}\r\n{world.UNDO_ROW},,\r\n".encode()
     after = before[:offset] + new + before[offset + len(old) :]
@@ -442,8 +441,14 @@ def test_revert_restores_a_record_with_an_absolute_row_byte_for_byte_with_its_mo
         world.RECORD_ROW, before, after, offset, old, new, RECORD_STAT.mode, RECORD_STAT.mtime_ns
     )
     undone = world.undo_json(world.graph_change(SOURCE, patched), change)
-    snap = world.later(patched, after, undone)._replace(site=str(world.SITE))
-    write = _record_write(_plan(spec, snap, "revert"))
+    return world.later(patched, after, undone)._replace(site=str(world.SITE))
+
+
+def test_revert_restores_a_record_with_an_absolute_row_byte_for_byte_with_its_mode_and_mtime(
+    spec: PatchSpec,
+) -> None:
+    before = _abs_record(SOURCE)
+    write = _record_write(_plan(spec, _reverting(before), "revert"))
     assert (write.data, write.mode, write.mtime_ns) == (before, RECORD_STAT.mode, RECORD_STAT.mtime_ns)
 
 
@@ -452,15 +457,6 @@ def test_revert_never_restores_a_record_that_would_keep_an_undo_row_in_another_s
 ) -> None:
     """RECORD as it was before apply already listed the undo record, spelled absolute: restoring those
     bytes would keep a row for a file revert removes, so graph.py's row is pointed instead."""
-    patched = SOURCE.replace(world.EAGER, world.LAZY)
     before = _abs_record(SOURCE, f"{world.SITE}/{world.UNDO_ROW},,")
-    offset, old = world.line_of(before, f"{_ABS},".encode())
-    new = f"{_ABS},{world.b64('sha256', patched)},{len(patched)}\r\n{world.UNDO_ROW},,\r\n".encode()
-    after = before[:offset] + new + before[offset + len(old) :]
-    change = world.change_json(
-        world.RECORD_ROW, before, after, offset, old, new, RECORD_STAT.mode, RECORD_STAT.mtime_ns
-    )
-    undone = world.undo_json(world.graph_change(SOURCE, patched), change)
-    snap = world.later(patched, after, undone)._replace(site=str(world.SITE))
-    write = _record_write(_plan(spec, snap, "revert"))
+    write = _record_write(_plan(spec, _reverting(before), "revert"))
     assert write.data == _abs_record(SOURCE) and write.mtime_ns is None
