@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from patcher import runtime
+from patcher.install import runtime
 from tests import realdata
 
 HERE = Path(__file__).resolve().parent

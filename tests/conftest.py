@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from patcher.cli import cli
+from patcher.cli.app import cli
 from tests import realdata
 
 

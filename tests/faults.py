@@ -1,7 +1,7 @@
 """Fault injection and tracing for the tool's writes, from outside the shipped code.
 
-The tool writes only through patcher.fsio, which calls the `os` module for every step. This module
-puts a proxy in place of `patcher.fsio.os`: every write step of a file is a named point —
+The tool writes only through patcher.install.fsio, which calls the `os` module for every step. This module
+puts a proxy in place of `patcher.install.fsio.os`: every write step of a file is a named point —
 write:NAME, fsync:NAME (staging NAME's temp file), replace:NAME, replaced:NAME (moving it into
 place), unlink:NAME, unlinked:NAME (a removal) — that can be traced or made to fail. In-process
 tests install it with monkeypatch; a tool run as its own process gets it from
@@ -34,7 +34,7 @@ def _name(path: object) -> str:
 
 
 class Faults:
-    """Stands in for `os` inside patcher.fsio."""
+    """Stands in for `os` inside patcher.install.fsio."""
 
     def __init__(self, real: ModuleType, point: str | None, action: str, trace: str | None) -> None:
         self._real, self._point, self._action, self._trace = real, point, action, trace
@@ -117,7 +117,7 @@ def install_from_env() -> None:
     if not raw:
         return
     try:
-        from patcher import fsio
+        from patcher.install import fsio
     except ImportError:  # an interpreter without the tool (a target interpreter): nothing to do
         return
     config = json.loads(raw)

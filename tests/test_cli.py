@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 
 import patcher
-from patcher.state import State
+from patcher.core.state import State
 from tests.conftest import snapshot
 
 REQUIRED_JSON = {"state", "changed", "torch_version", "torch_dir", "message"}
@@ -180,8 +180,9 @@ def test_verify_does_not_even_import_libcst_when_hashes_agree(
     )
     assert done.returncode == 0, done.stderr[-2000:]
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-    assert "patcher.engine" in imported  # the trace sees the tool's own imports
-    assert {"click", "libcst", "torch"}.isdisjoint(imported)
+    assert "patcher.install.reading" in imported  # the trace sees the tool's own imports
+    # verify reads only: neither the writer nor the planner is imported
+    assert {"click", "libcst", "torch", "patcher.install.fsio", "patcher.install.engine"}.isdisjoint(imported)
 
 
 @pytest.mark.parametrize("version", ["2.10.0", "2.12.1"])
@@ -198,18 +199,18 @@ def test_apply_and_revert_of_a_known_release_need_no_libcst(
         )
         assert done.returncode == 0, done.stderr[-2000:]
         imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
-        assert "patcher.engine" in imported and "libcst" not in imported, command
+        assert "patcher.install.engine" in imported and "libcst" not in imported, command
 
 
 def test_a_bug_is_an_exit_4_not_a_verify_failure(
     release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from patcher import engine
+    from patcher.install import reading
 
     def broken(*args: object) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(engine, "verify", broken)
+    monkeypatch.setattr(reading, "verify", broken)
     result = run("verify", "--torch-dir", str(release("2.10.0")))
     assert result.exit_code == 4
     assert "Unexpected error: RuntimeError: boom" in result.stderr and "Traceback" not in result.stderr

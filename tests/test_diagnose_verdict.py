@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from patcher.core.errors import ExitCode
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
-from patcher.errors import ExitCode
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
 EAGER = TorchFacts("pristine", ExitCode.EAGER, "graph.py is as released, eager", "2.10.0", 100.0)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from patcher import runtime
+from patcher.install import runtime
 from tests import realdata
 from tests.conftest import need, torch_venv
 

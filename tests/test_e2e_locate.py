@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from patcher import runtime
+from patcher.install import runtime
 from tests.conftest import torch_venv
 from tests.test_e2e import _probe_under_coverage
 

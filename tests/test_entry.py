@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from patcher.entry import plain
+from patcher.cli.entry import plain
 
-CLICK = "import sys; from patcher.cli import main; sys.argv[0] = 'torch-lazylog'; main()"
+CLICK = "import sys; from patcher.cli.app import main; sys.argv[0] = 'torch-lazylog'; main()"
 
 
 def _run(fast: bool, args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:

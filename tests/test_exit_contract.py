@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.errors import ExitCode
+from patcher.core.errors import ExitCode
 from tests import faults
 from tests.helpers import tool
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher import pyz
+from patcher.cli import pyz
 from tests import images
 from tests.conftest import need
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.state import State
+from patcher.core.state import State
 from tests import realdata
 from tests.conftest import need
 

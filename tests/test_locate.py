@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from patcher import locate, spec
+from patcher.install import definitions, locate
 from tests import realdata
 from tests.conftest import need, need_other_python, snapshot
 from tests.helpers import check_pyc, make_pyc
@@ -71,7 +71,7 @@ def test_the_pythonpath_copy_is_the_one_patched_and_verified(
     assert applied.exit_code == 0, applied.output
     assert (_json(applied)["torch_dir"], _json(applied)["state"]) == (str(on_path), "patched")
     assert run("verify", "--python", python).exit_code == 0
-    target = locate.locate(python, None, spec.load())
+    target = locate.locate(python, None, definitions.load())
     assert (target.torch_dir, target.owner) == (on_path, python)
     assert target.torch_path_entry == str(on_path.parent)
     assert snapshot(in_venv.parent) == untouched  # the copy `import torch` does not load: byte for byte
@@ -111,7 +111,7 @@ def test_a_torch_dir_is_owned_by_the_interpreter_beside_it(
     venv = _venv(tmp_path)
     python = str(venv / "bin" / "python")
     torch_dir = _tree(_purelib(venv / "bin" / "python"))
-    target = locate.locate(None, str(torch_dir), spec.load())
+    target = locate.locate(None, str(torch_dir), definitions.load())
     assert (target.owner, target.torch_path_entry) == (python, str(torch_dir.parent))
     assert target.interpreter.executable == python and not target.interpreter.in_process
 
@@ -127,7 +127,7 @@ def test_a_torch_dir_is_owned_by_the_interpreter_beside_it(
 
 def test_a_bare_tree_has_no_owner_and_is_checked_on_its_bytes(tmp_path: Path) -> None:
     torch_dir = _tree(tmp_path / "site")
-    target = locate.locate(None, str(torch_dir), spec.load())
+    target = locate.locate(None, str(torch_dir), definitions.load())
     assert (target.owner, target.torch_path_entry) == (None, None)
     assert target.interpreter.in_process and target.interpreter.executable == sys.executable
 
@@ -158,7 +158,7 @@ def test_two_names_of_one_interpreter_give_the_same_report(tmp_path: Path) -> No
     # The tool itself started with -E (PYTHONPATH ignored): the plainly started target still sees it.
     started_with_e = (
         f"import sys; sys.path[:0] = {pythonpath.split(os.pathsep)[1:]!r}; "
-        "sys.argv[0] = 'torch-lazylog'; from patcher.cli import main; main()"
+        "sys.argv[0] = 'torch-lazylog'; from patcher.cli.app import main; main()"
     )
     assert _tool(bin_dir / "python", *tool, "apply", env=env, cwd=cwd)["changed"] is True
 

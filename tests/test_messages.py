@@ -1,8 +1,8 @@
-"""patcher.messages: the reinstall advice, by the tool that installed torch (moved from the old state tests)."""
+"""patcher.core.messages: the reinstall advice, by the tool that installed torch (moved from the old state tests)."""
 
 from __future__ import annotations
 
-from patcher.messages import Layout, reinstall
+from patcher.core.messages import Layout, reinstall
 
 
 def test_the_reinstall_advice_uses_the_tool_that_installed_torch() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from patcher.cli import cli
+from patcher.cli.app import cli
 from tests.conftest import snapshot
 from tests.helpers import tool
 

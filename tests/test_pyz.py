@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher import pyz
+from patcher.cli import pyz
 from tests.conftest import snapshot
 from tests.helpers import tool
 
@@ -24,7 +24,11 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The file as the README's one command makes it, from this checkout."""
     out = tmp_path_factory.mktemp("dist") / pyz.NAME
     done = subprocess.run(
-        [sys.executable, "-m", "patcher.pyz", str(out)], cwd=ROOT, capture_output=True, text=True, check=False
+        [sys.executable, "-m", "patcher.cli.pyz", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
     return out
@@ -54,7 +58,7 @@ def test_the_file_holds_the_tool_and_its_data_only(single: Path) -> None:
     import zipfile
 
     names = set(zipfile.ZipFile(single).namelist())
-    assert {"__main__.py", "patcher/entry.py", "patcher/patches/lazy_implicit_fallback.json"} <= names
+    assert {"__main__.py", "patcher/cli/entry.py", "patcher/patches/lazy_implicit_fallback.json"} <= names
     assert "patcher/patches/lazy_implicit_fallback.releases.json" in names
     assert not [n for n in names if n.startswith(("click/", "libcst/", "tests/")) or n.endswith(".pyc")]
 

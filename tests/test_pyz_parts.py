@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from patcher import entry, interpreter, spec
-from patcher.errors import ExitCode, LazylogError
+from patcher.cli import entry
+from patcher.core import spec
+from patcher.core.errors import ExitCode, LazylogError
+from patcher.install import interpreter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +43,9 @@ def test_the_definitions_are_read_from_a_zip(tmp_path: Path, monkeypatch: pytest
     monkeypatch.delattr(patcher, "patches", raising=False)
     packed = importlib.import_module("patcher.patches")
     assert str(archive) in (packed.__file__ or "") and not Path(packed.__file__ or "").parent.is_dir()
-    loaded = spec.load()
+    from patcher.install import definitions as loader
+
+    loaded = loader.load()
     assert loaded.releases.rows and loaded.id == json.loads(definitions[spec.PATCH_NAME])["id"]
 
 
@@ -62,15 +66,15 @@ def test_a_module_without_a_file_runs_in_another_interpreter_from_its_source(
 
 
 def test_without_libcst_the_parse_is_an_environment_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("libcst", "patcher.transform", "patcher.canonical"):
+    for name in ("libcst", "patcher.core.transform", "patcher.core.canonical"):
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setitem(sys.modules, "libcst", None)  # `import libcst` now fails as where it is absent
     with pytest.raises(LazylogError) as raised:
-        importlib.import_module("patcher.transform")
+        importlib.import_module("patcher.core.transform")
     assert raised.value.code == ExitCode.ENVIRONMENT
     assert raised.value.message.startswith("Expected libcst to read a graph.py that is not a known release's")
     monkeypatch.delitem(sys.modules, "libcst")
-    monkeypatch.delitem(sys.modules, "patcher.transform", raising=False)
+    monkeypatch.delitem(sys.modules, "patcher.core.transform", raising=False)
 
 
 @pytest.mark.parametrize("as_json", [False, True])

@@ -58,7 +58,7 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 
 def test_the_state_table_is_the_codes() -> None:
-    from patcher.messages import states_markdown
+    from patcher.core.messages import states_markdown
 
     table = README[
         README.index("<!-- states -->\n") + len("<!-- states -->\n") : README.index("<!-- /states -->")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.messages import Layout, reinstall
+from patcher.core.messages import Layout, reinstall
 
 PY = "/usr/bin/python3"
 
@@ -83,7 +83,7 @@ def test_the_probe_tells_pip_and_pep_668(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from patcher import interpreter
+    from patcher.install import interpreter
 
     venv = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from patcher import runtime
+from patcher.install import runtime
 
 CHECKS = ["compiled_result_correct", "not_formatted_when_filtered", "info_text_identical"]
 

@@ -1,6 +1,6 @@
 """Crash at every write step of apply and revert, by exception and by SIGKILL.
 
-The steps are injected from outside the tool (tests.faults stands in for `os` inside patcher.fsio).
+The steps are injected from outside the tool (tests.faults stands in for `os` inside patcher.install.fsio).
 A traced run records every write step the command passes, and the list must equal the one derived
 here from the files each command writes; each step is then made to fail. After each failure
 graph.py is pristine or patched (never torn), verify tells which, and running the command again
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from patcher import fsio
+from patcher.install import fsio
 from tests import faults, realdata
 from tests.conftest import need, snapshot
 from tests.helpers import cache_tag, check_pyc, foreign_pyc_name, make_pyc, tool

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from patcher import spec as spec_module
-from patcher.classify import decide
+from patcher.core.classify import decide
+from patcher.install import definitions as spec_module
 from tests import realdata
 from tests.conftest import need
 

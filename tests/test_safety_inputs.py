@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from patcher import fsio
+from patcher.install import fsio
 from tests import faults
 from tests.conftest import sha256, snapshot
 from tests.helpers import tool
@@ -440,7 +440,7 @@ def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
 ) -> None:
     """A vendor 2.10 with the fix cherry-picked (the lazy call at the site, an edit elsewhere,
     RECORD naming those bytes, no undo record): natively lazy, nothing written by any command."""
-    from patcher.record import pointed
+    from patcher.core.record import pointed
 
     torch_dir = release("2.10.0")
     graph = torch_dir / "_inductor" / "graph.py"
@@ -462,7 +462,7 @@ def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
 def test_revert_leaves_record_true_after_record_changed(
     change: str, release: Callable[[str], Path], run: Callable[..., Result]
 ) -> None:
-    from patcher.record import names, rows
+    from patcher.core.record import names, rows
 
     torch_dir = release("2.10.0")
     pristine = (torch_dir / "_inductor" / "graph.py").read_bytes()

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
+from patcher.core.errors import ExitCode
 from patcher.diagnose.model import ProcessFacts
-from patcher.errors import ExitCode
 
 PROC = Path("/proc")
 _DELETED = " (deleted)"
@@ -169,7 +169,7 @@ def _same_file(root: str, a: str, b: str) -> bool:
 def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> str:
     """The interpreter as the process names it: a venv's bin/python (its exe link names the base
     interpreter, which does not import the venv's torch), else the exe link itself."""
-    from patcher.locate import owner_candidates
+    from patcher.install.locate import owner_candidates
 
     exe = (_link(pid, "exe") or "").removesuffix(_DELETED)
     named = [argv[0]] if argv and argv[0].startswith("/") else []

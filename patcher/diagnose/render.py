@@ -5,10 +5,10 @@ from __future__ import annotations
 import shlex
 from typing import NamedTuple
 
+from patcher.core.errors import ExitCode
+from patcher.core.report import JsonValue, Report
 from patcher.diagnose.model import Finding, Frame, ProcessFacts, TorchFacts
 from patcher.diagnose.procs import Unreadable
-from patcher.errors import ExitCode
-from patcher.report import JsonValue, Report
 
 # The most severe first: a process in the eager formatting is the answer, whatever else failed.
 PRIORITY = (ExitCode.EAGER, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK)

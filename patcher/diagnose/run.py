@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from patcher.core.errors import ExitCode, LazylogError, environment
+from patcher.core.report import JsonValue, Report
+from patcher.core.spec import PatchSpec
 from patcher.diagnose import procs, render, stacks, torchstate, verdict
 from patcher.diagnose.model import ProcessFacts, Sample, TorchFacts
 from patcher.diagnose.procs import Unreadable
-from patcher.errors import ExitCode, LazylogError, environment
-from patcher.report import JsonValue, Report
-from patcher.spec import PatchSpec
 
 
 class Options(NamedTuple):
@@ -99,19 +99,3 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
         raise LazylogError(problems[0].code, problems[0].message)
     entries = [render.entry(d) for d in diagnosed] + [render.unreadable_entry(u) for u in problems]
     return render.report(diagnosed, problems), entries
-
-
-def command(options: Options, as_json: bool, verbose: bool) -> None:
-    """The command line's diagnose: the one place its result is printed (patcher.commands.finish)."""
-    from patcher import commands, spec
-
-    entries: list[JsonValue] = []
-
-    def work() -> Report:
-        report, found = diagnose(options, spec.load())
-        entries.extend(found)
-        return report
-
-    extra: dict[str, JsonValue] = {"processes": entries}  # filled in as far as the run got
-    report = commands.caught("diagnose", as_json, verbose, work, extra=extra)
-    commands.finish(report, as_json, extra)

@@ -12,11 +12,11 @@ import re
 import sys
 from pathlib import Path
 
+from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.installed import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Interpreter, Target
+from patcher.core.spec import PatchSpec
 from patcher.diagnose.model import ProcessFacts, TorchFacts
-from patcher.errors import ExitCode, LazylogError
-from patcher.interpreter import Interpreter
-from patcher.locate import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Target, find_dist_info, read_torch_version
-from patcher.spec import PatchSpec
+from patcher.install.locate import find_dist_info, read_torch_version
 
 _VERSION = re.compile(r"/python(3)\.(\d+)t?/(?:site|dist)-packages/torch$")
 
@@ -50,13 +50,13 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
 
 
 def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
-    from patcher import engine
+    from patcher.install import reading
 
     changed = None
     try:
         found = target(process, spec)
         changed = os.stat(found.graph).st_ctime
-        report = engine.verify(found, spec)
+        report = reading.verify(found, spec)
     except LazylogError as exc:
         version = exc.details.get("torch_version")
         return TorchFacts(exc.state, exc.code, exc.message, version, changed)

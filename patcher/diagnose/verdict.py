@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from patcher.core.errors import ExitCode
 from patcher.diagnose.model import Finding, Frame, Kind, ProcessFacts, Sample, Stack, TorchFacts
-from patcher.errors import ExitCode
 
 Formatting = Literal["eager", "logging", "other"]
 INNERMOST = 5  # frames shown when the process is not formatting

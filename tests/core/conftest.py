@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from patcher import spec as spec_module
-from patcher.fingerprint import build_releases
-from patcher.spec import PatchSpec
+from patcher.cli.fingerprint import build_releases
+from patcher.core.spec import PatchSpec
+from patcher.install import definitions as spec_module
 from tests.core import world
 
 

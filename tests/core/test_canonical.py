@@ -1,4 +1,4 @@
-"""patcher.canonical: the site fingerprint's canonical form, written out here for small nodes."""
+"""patcher.core.canonical: the site fingerprint's canonical form, written out here for small nodes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 import libcst as cst
 import pytest
 
-from patcher import canonical
-from patcher.canonical import FIELDS, FORM_VERSION, Uncovered
+from patcher.core import canonical
+from patcher.core.canonical import FIELDS, FORM_VERSION, Uncovered
 
 
 @pytest.mark.parametrize(

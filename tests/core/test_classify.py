@@ -1,14 +1,14 @@
-"""patcher.classify: what a graph.py is (by hash, else by site), the nearest release, apply's decision."""
+"""patcher.core.classify: what a graph.py is (by hash, else by site), the nearest release, apply's decision."""
 
 from __future__ import annotations
 
 import pytest
 
-from patcher import classify as classify_module
-from patcher.classify import Known, base_version, by_hash, classify, decide
-from patcher.fingerprint import build_releases
-from patcher.outcome import Refused, Rewritten
-from patcher.spec import PatchSpec
+from patcher.cli.fingerprint import build_releases
+from patcher.core import classify as classify_module
+from patcher.core.classify import Known, base_version, by_hash, classify, decide
+from patcher.core.outcome import Refused, Rewritten
+from patcher.core.spec import PatchSpec
 from tests.core import world
 from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
 
@@ -211,7 +211,7 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
 
 def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
     site = classify_module.by_site(
-        __import__("patcher.outcome", fromlist=["Site"]).Site("eager", "0" * 64, "if x:\n    pass\n"),
+        __import__("patcher.core.outcome", fromlist=["Site"]).Site("eager", "0" * 64, "if x:\n    pass\n"),
         spec,
         "9.0.0",
     )

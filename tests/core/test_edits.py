@@ -1,10 +1,10 @@
-"""patcher.edits: the line-widened byte edit, its inverse, its JSON, and the one-occurrence swap."""
+"""patcher.core.edits: the line-widened byte edit, its inverse, its JSON, and the one-occurrence swap."""
 
 from __future__ import annotations
 
 import pytest
 
-from patcher.edits import Edit, _common_prefix, line_edit, swapped
+from patcher.core.edits import Edit, _common_prefix, line_edit, swapped
 
 
 @pytest.mark.parametrize(

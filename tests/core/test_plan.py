@@ -1,4 +1,4 @@
-"""patcher.plan: for every named state, the exact steps of apply and revert.
+"""patcher.core.plan: for every named state, the exact steps of apply and revert.
 
 Each expected step is written out: the bytes graph.py, RECORD and the undo record end with (from
 tests/core/world.py's oracles), the mode, owner and mtime of each write, what each destination
@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from patcher import facts, fsio, plan, state
-from patcher.classify import classify, decide
-from patcher.locate import Target
-from patcher.pyc import Pyc, Rebuild
-from patcher.snapshot import FileStat, Snapshot
-from patcher.spec import PatchSpec
+from patcher.core import facts, plan, state
+from patcher.core.classify import classify, decide
+from patcher.core.installed import FileStat, Pyc, Snapshot, Target
+from patcher.core.spec import PatchSpec
+from patcher.core.steps import ABSENT, ANY, Rebuild, Remove, Write
 from tests.core import world
 from tests.core.world import (
     AFTER_RECORD_STAT,
@@ -35,22 +34,20 @@ UNDO = world.SITE / world.DIST / "torch_lazylog.json"
 ANOTHER = b"# another build\n" + SOURCE
 
 
-def graph(data: bytes, like: FileStat, mtime: int, was: bytes) -> fsio.Write:
-    return fsio.Write(GRAPH, data, like.mode, like.uid, like.gid, mtime, "graph", sha(was))
+def graph(data: bytes, like: FileStat, mtime: int, was: bytes) -> Write:
+    return Write(GRAPH, data, like.mode, like.uid, like.gid, mtime, "graph", sha(was))
 
 
-def record(data: bytes, was: bytes, mode: int, mtime: int | None = None) -> fsio.Write:
-    return fsio.Write(RECORD, data, mode, RECORD_STAT.uid, RECORD_STAT.gid, mtime, "RECORD", sha(was))
+def record(data: bytes, was: bytes, mode: int, mtime: int | None = None) -> Write:
+    return Write(RECORD, data, mode, RECORD_STAT.uid, RECORD_STAT.gid, mtime, "RECORD", sha(was))
 
 
-def undo(data: bytes, was: bytes | None, like: FileStat = RECORD_STAT) -> fsio.Write:
-    return fsio.Write(
-        UNDO, data, like.mode, like.uid, like.gid, None, "undo", fsio.ABSENT if was is None else sha(was)
-    )
+def undo(data: bytes, was: bytes | None, like: FileStat = RECORD_STAT) -> Write:
+    return Write(UNDO, data, like.mode, like.uid, like.gid, None, "undo", ABSENT if was is None else sha(was))
 
 
-def gone(was: bytes) -> fsio.Remove:
-    return fsio.Remove(UNDO, "undo", sha(was))
+def gone(was: bytes) -> Remove:
+    return Remove(UNDO, "undo", sha(was))
 
 
 def undo_of(
@@ -195,7 +192,7 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
     planned = _plan(spec, snap, command)
     steps = expected(name, index, command)
     assert list(planned.steps) == steps
-    written = [s.data for s in steps if isinstance(s, fsio.Write) and s.path == GRAPH]
+    written = [s.data for s in steps if isinstance(s, Write) and s.path == GRAPH]
     assert planned.result == (written[0] if written else None)
     writable = (
         (GRAPH, GRAPH.parent, RECORD.parent, RECORD)
@@ -223,7 +220,7 @@ def _pyc_steps(planned: plan.Plan) -> list[tuple[str, str, bytes | None, int | N
         if isinstance(step, Rebuild):
             out.append(("rebuild", step.pyc.path.name, step.source, step.mtime_ns))
         elif step.path.name.endswith(".pyc"):
-            assert isinstance(step, fsio.Remove) and step.was == fsio.ANY  # Python may rewrite bytecode
+            assert isinstance(step, Remove) and step.was == ANY  # Python may rewrite bytecode
             assert step.label == f"pyc-{step.path.name}"
             out.append(("remove", step.path.name, None, None))
     return out
@@ -268,7 +265,7 @@ def test_a_tree_without_dist_info_keeps_the_undo_record_beside_torch(spec: Patch
     bare = world.bare_target()
     planned = _plan(spec, world.snap(SOURCE, None), "apply", bare)
     data = world.undo_json(world.graph_change(SOURCE, PATCHED), None)
-    assert planned.steps[0] == fsio.Write(bare.undo_path, data, 0o644, 1001, 1002, None, "undo", fsio.ABSENT)
+    assert planned.steps[0] == Write(bare.undo_path, data, 0o644, 1001, 1002, None, "undo", ABSENT)
     assert planned.check == (GRAPH, GRAPH.parent, bare.torch_dir)
 
 
@@ -364,7 +361,7 @@ def test_settling_keeps_the_release_and_match_the_record_names(spec: PatchSpec) 
     claimed = _claim(undone, release="9.0.1", match="site")
     planned = _plan(spec, world.later(patched, world.record_of(SOURCE), claimed), "apply")
     first = planned.steps[0]
-    assert isinstance(first, fsio.Write) and first.label == "undo"
+    assert isinstance(first, Write) and first.label == "undo"
     expected = world.undo_json(
         world.graph_change(SOURCE, PATCHED),
         world.record_change(world.record_of(SOURCE), PATCHED, AFTER_RECORD_STAT),
@@ -419,8 +416,8 @@ def _abs_record(graph_bytes: bytes, *extra: str) -> bytes:
                        world.VERSION_ROW)  # fmt: skip
 
 
-def _record_write(planned: plan.Plan) -> fsio.Write:
-    (write,) = [s for s in planned.steps if isinstance(s, fsio.Write) and s.label == "RECORD"]
+def _record_write(planned: plan.Plan) -> Write:
+    (write,) = [s for s in planned.steps if isinstance(s, Write) and s.label == "RECORD"]
     return write
 
 

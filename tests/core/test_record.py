@@ -1,7 +1,7 @@
-"""patcher.record: RECORD in every form the spec allows, its rows read and rewritten.
+"""patcher.core.record: RECORD in every form the spec allows, its rows read and rewritten.
 
 Expected fields come from hashlib and base64 called here (tests/core/world.b64), never from
-patcher.record's own hashing. (Absolute RECORD paths have their own file, test_record_forms.py.)
+patcher.core.record's own hashing. (Absolute RECORD paths have their own file, test_record_forms.py.)
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import hashlib
 
 import pytest
 
-from patcher import record
-from patcher.errors import ExitCode, LazylogError
+from patcher.core import record
+from patcher.core.errors import ExitCode, LazylogError
 from tests.core.world import ROW, b64
 
 DATA = b"graph\n"

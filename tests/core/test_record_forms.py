@@ -1,11 +1,11 @@
-"""patcher.record's row matching in every form the spec allows, without files: a path relative to
+"""patcher.core.record's row matching in every form the spec allows, without files: a path relative to
 the directory holding the dist-info or absolute, any lexical spelling of it; no symlink followed."""
 
 from __future__ import annotations
 
 import pytest
 
-from patcher import record
+from patcher.core import record
 
 SITE = "/prefix/lib/python3/site-packages"
 GRAPH = "torch/_inductor/graph.py"

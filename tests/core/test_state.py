@@ -1,4 +1,4 @@
-"""patcher.state: each named state from the bytes, the command tables, problems() and verdict().
+"""patcher.core.state: each named state from the bytes, the command tables, problems() and verdict().
 
 The expected tables are written out here, row by row: a change to any decision fails a test.
 """
@@ -9,11 +9,11 @@ import typing
 
 import pytest
 
-from patcher import facts, state
-from patcher.classify import classify
-from patcher.errors import ExitCode
-from patcher.spec import PatchSpec
-from patcher.state import Facts
+from patcher.core import facts, state
+from patcher.core.classify import classify
+from patcher.core.errors import ExitCode
+from patcher.core.spec import PatchSpec
+from patcher.core.state import Facts
 from tests.core import world
 
 OK, EAGER, REFUSED = ExitCode.OK, ExitCode.EAGER, ExitCode.REFUSED

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from patcher.outcome import Refused, Rewritten, Unchanged
-from patcher.spec import PatchSpec
-from patcher.transform import rewrite, site_of
+from patcher.core.outcome import Refused, Rewritten, Unchanged
+from patcher.core.spec import PatchSpec
+from patcher.core.transform import rewrite, site_of
 
 EAGER = "error.operator_str(target, args, kwargs)"
 LAZY = "LazyString(error.operator_str, target, args, kwargs)"
@@ -529,7 +529,7 @@ def test_the_fingerprint_is_the_digest_of_scope_test_and_body(spec: PatchSpec) -
 
     import libcst as cst
 
-    from patcher.canonical import canonical
+    from patcher.core.canonical import canonical
 
     module = cst.parse_module(src())
     node: Any = module.body[1]  # class GraphLowering > def call_function > if target ... > elif

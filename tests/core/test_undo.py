@@ -1,4 +1,4 @@
-"""patcher.undo: the undo record's bytes, and every rule of its validation, each with its message."""
+"""patcher.core.undo: the undo record's bytes, and every rule of its validation, each with its message."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from patcher.edits import Edit
-from patcher.undo import FileChange, FileState, UndoRecord
+from patcher.core.edits import Edit
+from patcher.core.undo import FileChange, FileState, UndoRecord
 from tests.core import world
 from tests.core.world import PATCHED, RECORD_ROW, ROW, SOURCE, sha
 

@@ -15,11 +15,9 @@ import platform
 import sys
 from pathlib import Path
 
-from patcher import pyc
-from patcher.interpreter import Interpreter
-from patcher.locate import Target
-from patcher.snapshot import FileStat, Snapshot
-from patcher.undo import UndoRecord
+from patcher.core import installed
+from patcher.core.installed import FileStat, Interpreter, Snapshot, Target
+from patcher.core.undo import UndoRecord
 
 EAGER = b"error.operator_str(target, args, kwargs)"
 LAZY = b"LazyString(error.operator_str, target, args, kwargs)"
@@ -170,16 +168,16 @@ def timestamp_header(data: bytes, mtime_ns: int) -> bytes:
     )
 
 
-def a_pyc(name: str, mode: pyc.Mode, header: bytes, tag: str = TAG) -> pyc.Pyc:
+def a_pyc(name: str, mode: installed.Mode, header: bytes, tag: str = TAG) -> installed.Pyc:
     path = SITE / "torch/_inductor/__pycache__" / name
-    return pyc.Pyc(path, tag, 0, mode, header, 0o640, 1005, 1006)
+    return installed.Pyc(path, tag, 0, mode, header, 0o640, 1005, 1006)
 
 
 def snap(
     graph: bytes,
     rec: bytes | None,
     undo: bytes | None = None,
-    pycs: tuple[pyc.Pyc, ...] = (),
+    pycs: tuple[installed.Pyc, ...] = (),
     stat: FileStat = GRAPH_STAT,
     record_stat: FileStat = RECORD_STAT,
 ) -> Snapshot:

@@ -17,9 +17,10 @@ import json
 import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from patcher.errors import LazylogError, environment
+from patcher.core.errors import LazylogError, environment
+from patcher.core.installed import Found, Interpreter
 
 if TYPE_CHECKING:
     import subprocess
@@ -43,26 +44,6 @@ _SOURCE_LAUNCHER = (
     "source, sys.argv = sys.argv[1], sys.argv[2:]\n"
     "exec(compile(source, sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n"
 )
-
-
-class Interpreter(NamedTuple):
-    executable: str
-    version: str
-    cache_tag: str | None
-    pycache_prefix: str | None
-    in_process: bool = False
-    prefix: str = ""
-    path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
-    externally_managed: bool = False  # PEP 668 (a venv never is)
-    has_pip: bool | None = None  # whether it can `import pip` (None: not looked for)
-
-
-class Found(NamedTuple):
-    """Where that interpreter's `import torch` comes from (all None when it finds none)."""
-
-    torch_dir: str | None
-    path_entry: str | None
-    error: str | None
 
 
 def is_running(python: str | None) -> bool:

@@ -3,7 +3,7 @@
 verify is what CI runs on every image and is timed against `python -c pass`; importing click costs
 more than the whole check. A command line made only of one of the three commands and the options
 they share with click (`--python`, `--torch-dir`, each as one or two words, `--json`,
-`-v`/`--verbose`, and apply's `--dry-run`) goes straight to the patcher.commands function that
+`-v`/`--verbose`, and apply's `--dry-run`) goes straight to the patcher.cli.commands function that
 click's command calls too, with the same environment variables; anything else (help, `--runtime`,
 a repeated option, an unknown word) is parsed by click. tests/test_entry.py checks that both paths
 print the same for the same command lines.
@@ -55,13 +55,13 @@ def main() -> None:
     options = plain(sys.argv[1:])
     if options is None:
         try:
-            from patcher.cli import main as click_main
+            from patcher.cli.app import main as click_main
         except ModuleNotFoundError as exc:  # the single-file build: no click
             _without(exc)
         click_main()
         return
-    from patcher import commands
-    from patcher.errors import Interrupted
+    from patcher.cli import commands
+    from patcher.core.errors import Interrupted
 
     commands.handle_signals()
     try:
@@ -84,10 +84,9 @@ def _run(commands: ModuleType, options: dict[str, str | bool | None]) -> None:
 
 def _without(exc: ModuleNotFoundError) -> NoReturn:
     """A command line only click parses (help, --runtime, fingerprint), where click is not there."""
-    from patcher import commands
-    from patcher.errors import ExitCode
-    from patcher.messages import missing_dependency
-    from patcher.report import Report
+    from patcher.cli import commands
+    from patcher.core.errors import ExitCode, missing_dependency
+    from patcher.core.report import Report
 
     words = [w for w in sys.argv[1:] if not w.startswith("-")]
     command = words[0] if words and words[0] in (*_COMMANDS, "fingerprint") else "torch-lazylog"

@@ -1,6 +1,6 @@
 """From a snapshot's bytes to the facts the state is decided from; pure, no file is read here.
 
-graph.py is judged against the release table (patcher.classify); the undo record is a claim,
+graph.py is judged against the release table (patcher.core.classify); the undo record is a claim,
 believed only when its before/after are a known release's pristine/patched pair or differ by the
 one edit, when the bytes on disk are one of the two, and when the mode and mtime it would restore
 are ones graph.py could have had. RECORD's row is compared with the bytes in every state.
@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from patcher import record, state
-from patcher.classify import Known
-from patcher.edits import Edit, swapped
-from patcher.errors import damaged
-from patcher.hashes import sha256
-from patcher.snapshot import Snapshot
-from patcher.spec import PatchSpec
-from patcher.state import Base, Facts, Fit, State
-from patcher.undo import FileChange
+from patcher.core import record, state
+from patcher.core.classify import Known
+from patcher.core.edits import Edit, swapped
+from patcher.core.errors import damaged
+from patcher.core.hashes import sha256
+from patcher.core.installed import Snapshot
+from patcher.core.spec import PatchSpec
+from patcher.core.state import Base, Facts, Fit, State
+from patcher.core.undo import FileChange
 
 
 class Reading(NamedTuple):

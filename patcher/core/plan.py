@@ -1,6 +1,6 @@
 """The plan, pure: a state's actions, the snapshot and its reading in; the exact writes out.
 
-Nothing here reads or writes a file, composes a sentence or does RECORD arithmetic (patcher.record
+Nothing here reads or writes a file, composes a sentence or does RECORD arithmetic (patcher.core.record
 does): the actions decide the bytes graph.py and the undo record end with, and RECORD and the pycs
 follow from those. Every write names what its destination held when it was read, so fsio stops
 rather than overwrite a change made meanwhile.
@@ -11,21 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from patcher import fsio, record
-from patcher.edits import line_edit
-from patcher.facts import Reading, plausible
-from patcher.hashes import sha256
-from patcher.locate import Target
-from patcher.pyc import Rebuild
-from patcher.snapshot import FileStat, Snapshot
-from patcher.spec import PatchSpec
-from patcher.state import Action
-from patcher.undo import FileChange, FileState, UndoRecord
+from patcher.core import record
+from patcher.core.edits import line_edit
+from patcher.core.facts import Reading, plausible
+from patcher.core.hashes import sha256
+from patcher.core.installed import FileStat, Snapshot, Target
+from patcher.core.spec import PatchSpec
+from patcher.core.state import Action
+from patcher.core.steps import ABSENT, Rebuild, Remove, Write
+from patcher.core.steps import Step as WriteStep
+from patcher.core.undo import FileChange, FileState, UndoRecord
 
 if TYPE_CHECKING:
-    from patcher.outcome import Rewritten
+    from patcher.core.outcome import Rewritten
 
-Step = fsio.Step | Rebuild
+Step = WriteStep | Rebuild
 
 
 class Plan(NamedTuple):
@@ -94,12 +94,10 @@ def _pycs(target: Target, snap: Snapshot, end: End) -> list[Step]:
     the ones that are no pyc at all (a header no Python writes)."""
     if not end.graph_changed:
         stale = snap.stale_pycs()
-        junk: list[Step] = [
-            fsio.Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"
-        ]
+        junk: list[Step] = [Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"]
         return [*(Rebuild(p, end.graph, end.mtime_ns) for p in stale if p.mode != "invalid"), *junk]
     own = [p for p in snap.pycs if p.tag == target.interpreter.cache_tag and p.mode != "invalid"]
-    removes = [fsio.Remove(p.path, label=f"pyc-{p.path.name}") for p in snap.pycs if p not in own]
+    removes = [Remove(p.path, label=f"pyc-{p.path.name}") for p in snap.pycs if p not in own]
     return [*(Rebuild(p, end.graph, end.mtime_ns) for p in own), *removes]
 
 
@@ -143,7 +141,7 @@ def _record_steps(
     if new == snap.record:
         return [], None
     stat = snap.record_stat
-    write = fsio.Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, "RECORD", sha256(snap.record))
+    write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, "RECORD", sha256(snap.record))
     assert target.dist_info is not None
     change = FileChange(
         f"{target.dist_info.name}/RECORD",
@@ -186,7 +184,7 @@ def build(
     )
     steps = _steps(target, spec, snap, end, record_change) + _pycs(target, snap, end) + record_steps
     if end.undo is None and end.undo_changed:
-        steps.append(fsio.Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
+        steps.append(Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
     return Plan(
         tuple(steps), end.graph if end.graph_changed else None, _writable(target, snap) if steps else ()
     )
@@ -200,20 +198,16 @@ def _steps(
     if end.undo is not None and (end.undo_changed or record_change is not None):
         undo = UndoRecord(spec.id, end.release or "unknown", end.match or "site", end.undo, record_change)
         owner = _undo_owner(snap)
-        steps.append(
-            fsio.Write(target.undo_path, undo.to_bytes(), *owner, label="undo", was=_was(snap.undo_raw))
-        )
+        steps.append(Write(target.undo_path, undo.to_bytes(), *owner, label="undo", was=_was(snap.undo_raw)))
     if end.graph_changed:
         stat = snap.graph_stat
         was = sha256(snap.graph)
-        steps.append(
-            fsio.Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", was)
-        )
+        steps.append(Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", was))
     return steps
 
 
 def _was(data: bytes | None) -> str:
-    return fsio.ABSENT if data is None else sha256(data)
+    return ABSENT if data is None else sha256(data)
 
 
 def _undo_owner(snap: Snapshot) -> tuple[int, int, int]:

@@ -5,45 +5,17 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import NamedTuple
 
-from patcher import interpreter
-from patcher.errors import LazylogError, environment
-from patcher.interpreter import Found, Interpreter
-from patcher.spec import PatchSpec
-
-UNDO_NAME = "torch_lazylog.json"
-# Without a dist-info (a source build, `pip install -e`), the undo record goes beside the torch
-# package, never inside it.
-UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
+from patcher.core.errors import LazylogError, environment
+from patcher.core.installed import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Found, Interpreter, Target
+from patcher.core.spec import PatchSpec
+from patcher.install import interpreter
 
 # <prefix>/lib/pythonX.Y/site-packages (venvs, conda envs, base installs), lib64 (Fedora's platlib),
 # <prefix>/lib/pythonX.Y/dist-packages (Debian's /usr/local); pythonX.Yt is a free-threaded build.
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
-
-
-class Target(NamedTuple):
-    interpreter: Interpreter  # the one that compiles graph.py's pycs and runs the runtime check
-    torch_dir: Path
-    graph: Path
-    dist_info: Path | None
-    undo_path: Path
-    torch_version: str | None
-    # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
-    # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
-    owner: str | None = None
-    # The sys.path entry of the owner that torch came from (None: no owner, or a meta path finder).
-    torch_path_entry: str | None = None
-
-    @property
-    def record_file(self) -> Path | None:
-        return self.dist_info / "RECORD" if self.dist_info else None
-
-    def undo_row_path(self) -> str | None:
-        """The undo record's path as a RECORD row names it."""
-        return f"{self.dist_info.name}/{UNDO_NAME}" if self.dist_info else None
 
 
 def _version_of(text: str) -> str | None:
@@ -74,7 +46,7 @@ def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
 
 
 def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
-    from patcher.record import rows
+    from patcher.core.record import rows
 
     candidates = sorted(p for p in torch_dir.parent.glob("torch-*.dist-info") if p.is_dir())
     if len(candidates) <= 1:

@@ -10,62 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NamedTuple
 
-from patcher.errors import LazylogError, environment
-from patcher.hashes import sha256
-
-TEMP_SUFFIX = ".torch-lazylog.tmp"
-ABSENT = "absent"  # a Write's or Remove's `was`: the destination did not exist when it was read
-ANY = ""  # ... or: not checked (bytecode, which Python itself may rewrite at any time)
-
-
-@contextlib.contextmanager
-def locked(directory: Path, exclusive: bool) -> Iterator[None]:
-    """flock on the torch directory itself: serialises runs and creates no file anywhere."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
-    finally:
-        os.close(fd)
-
-
-def temp_path(path: Path) -> Path:
-    return path.with_name("." + path.name + TEMP_SUFFIX)
-
-
-def leftovers(directories: list[Path]) -> list[Path]:
-    found = []
-    for directory in directories:
-        with contextlib.suppress(OSError):
-            found += [directory / n for n in sorted(os.listdir(directory)) if n.endswith(TEMP_SUFFIX)]
-    return found
-
-
-class Write(NamedTuple):
-    path: Path
-    data: bytes
-    mode: int
-    uid: int
-    gid: int
-    mtime_ns: int | None = None
-    label: str = ""
-    was: str = ANY  # the destination's sha256 when it was read, or ABSENT
-
-
-class Remove(NamedTuple):
-    path: Path
-    label: str = ""
-    was: str = ANY
-
-
-Step = Write | Remove
+from patcher.core.errors import LazylogError, environment
+from patcher.core.hashes import sha256
+from patcher.core.steps import ABSENT, ANY, Step, Write
+from patcher.install.lock import temp_path
 
 
 def _fsync_dir(directory: Path) -> None:

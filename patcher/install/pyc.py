@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, NamedTuple
 
-from patcher.interpreter import Interpreter, output, run_module
-from patcher.report import JsonValue
-
-Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
+from patcher.core.installed import Interpreter, Mode, Pyc
+from patcher.install.interpreter import output, run_module
 
 
 def _named(name: str, stem: str) -> tuple[str, int] | None:
@@ -26,28 +23,6 @@ def _named(name: str, stem: str) -> tuple[str, int] | None:
         return parts[1], 0
     level = parts[2].removeprefix("opt-")
     return (parts[1], int(level)) if parts[2].startswith("opt-") and level.isdigit() else None
-
-
-class Pyc(NamedTuple):
-    path: Path
-    tag: str
-    optimize: int
-    mode: Mode
-    header: bytes
-    mode_bits: int
-    uid: int
-    gid: int
-
-    def describe(self) -> dict[str, JsonValue]:
-        return {"path": str(self.path), "cache_tag": self.tag, "optimize": self.optimize, "mode": self.mode}
-
-
-class Rebuild(NamedTuple):
-    """A pyc to write anew from the plan's source: compiled by the target interpreter before staging."""
-
-    pyc: Pyc
-    source: bytes
-    mtime_ns: int
 
 
 def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
@@ -118,14 +93,3 @@ def compile_for(
 
 def source_hash(interpreter: Interpreter, source: bytes) -> str:
     return compile_for(interpreter, [], source, Path("graph.py"), 0)[1]
-
-
-def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
-    """True when this pyc does not describe `source` (what Python checks, and for unchecked, what it skips)."""
-    if pyc.mode == "timestamp":
-        recorded_mtime = int.from_bytes(pyc.header[8:12], "little")
-        recorded_size = int.from_bytes(pyc.header[12:16], "little")
-        return (recorded_mtime, recorded_size) != (int(mtime) & 0xFFFFFFFF, len(source) & 0xFFFFFFFF)
-    if pyc.mode in ("checked-hash", "unchecked-hash"):
-        return hash_of_source is None or pyc.header[8:16].hex() != hash_of_source
-    return True

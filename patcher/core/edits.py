@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from patcher.report import JsonValue
+from patcher.core.report import JsonValue
 
 
 def _text(data: bytes) -> str:

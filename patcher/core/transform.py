@@ -5,7 +5,7 @@ The site is the one argument `error.operator_str(target, args, kwargs)` (eager) 
 in `GraphLowering.call_function`. libcst finds and checks it, entering only that method; the edit
 is a splice at the argument's byte offsets, so every other byte of the file stays as it was. The
 fingerprint is a hash of the enclosing `if`/`elif` branch in the project's canonical form
-(patcher.canonical), so it depends neither on the Python that computes it nor on formatting.
+(patcher.core.canonical), so it depends neither on the Python that computes it nor on formatting.
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ from typing import NamedTuple
 try:
     import libcst as cst
 except ModuleNotFoundError as exc:  # the single-file build, or an install without its dependencies
-    from patcher.errors import environment
-    from patcher.messages import missing_dependency
+    from patcher.core.errors import environment, missing_dependency
 
     raise environment(
         missing_dependency("libcst", "read a graph.py that is not a known release's bytes")
     ) from exc
 
-from patcher.canonical import Uncovered, canonical, digest
-from patcher.edits import line_edit
-from patcher.outcome import Form, Outcome, Refused, Rewritten, Site, Unchanged
-from patcher.spec import PatchSpec
+from patcher.core.canonical import Uncovered, canonical, digest
+from patcher.core.edits import line_edit
+from patcher.core.outcome import Form, Outcome, Refused, Rewritten, Site, Unchanged
+from patcher.core.spec import PatchSpec
 
 
 class _Found(NamedTuple):

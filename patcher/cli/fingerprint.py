@@ -8,12 +8,13 @@ import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from patcher.errors import ExitCode, LazylogError, refused
-from patcher.hashes import sha256, version_key
-from patcher.outcome import Refused, Rewritten, Unchanged
-from patcher.report import Report
-from patcher.spec import PatchSpec, Release, Releases
-from patcher.transform import rewrite, site_of
+from patcher.core import steps
+from patcher.core.errors import ExitCode, LazylogError, refused
+from patcher.core.hashes import sha256, version_key
+from patcher.core.outcome import Refused, Rewritten, Unchanged
+from patcher.core.report import Report
+from patcher.core.spec import PatchSpec, Release, Releases
+from patcher.core.transform import rewrite, site_of
 
 _WHEEL_VERSION = re.compile(r"^torch-(?P<version>[^-]+)-")
 
@@ -95,10 +96,10 @@ def command(
 ) -> tuple[Report, str | None]:
     """The `fingerprint` command: its report, and the table to print when neither --check nor
     --output was given (as text; with --json the report carries it in `diff`)."""
-    from patcher import fsio, spec
-    from patcher.errors import ExitCode
+    from patcher.core.errors import ExitCode
+    from patcher.install import definitions, fsio
 
-    patch = spec.load()
+    patch = definitions.load()
     releases = build_releases((graph_from_wheel(w, patch) for w in wheels), patch)
     text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
     if check:
@@ -110,7 +111,7 @@ def command(
             "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
         ), None
     if output is not None:
-        fsio.run([fsio.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
+        fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
         return Report(
             "fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"
         ), None

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from patcher.hashes import sha256, version_key
-from patcher.spec import PatchSpec, Release
+from patcher.core.hashes import sha256, version_key
+from patcher.core.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
-    from patcher.outcome import Refused, Rewritten, Site
+    from patcher.core.outcome import Refused, Rewritten, Site
 
 State = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
@@ -90,8 +90,8 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
     hit = by_hash(source, spec, torch_version)
     if hit is not None:
         return hit
-    from patcher.outcome import Refused
-    from patcher.transform import site_of  # libcst: only when no hash is known
+    from patcher.core.outcome import Refused
+    from patcher.core.transform import site_of  # libcst: only when no hash is known
 
     site = site_of(source, spec)
     if isinstance(site, Refused):
@@ -102,8 +102,8 @@ def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known
 def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | None:
     """An exact eager release needs no parse: its one eager argument made lazy must give the table's
     patched sha256, which the libcst rewrite gave when the table was made from the real wheel."""
-    from patcher.edits import line_edit, swapped
-    from patcher.outcome import Rewritten, Site
+    from patcher.core.edits import line_edit, swapped
+    from patcher.core.outcome import Rewritten, Site
 
     release = known.release
     new = swapped(source, spec.eager, spec.lazy)
@@ -125,8 +125,8 @@ def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[K
         assert hit.release is not None  # a hash is known by its release
         reason = f"patching it does not give the known patched bytes of torch {hit.release.version}"
         return Known("unknown", None, None, reason), None
-    from patcher.outcome import Refused, Rewritten
-    from patcher.transform import rewrite
+    from patcher.core.outcome import Refused, Rewritten
+    from patcher.core.transform import rewrite
 
     outcome = rewrite(source, spec, to="lazy")
     if isinstance(outcome, Refused):

@@ -4,50 +4,16 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import NamedTuple
 
-from patcher import fsio, pyc
-from patcher.errors import environment
-from patcher.hashes import sha256
-from patcher.locate import Target
-from patcher.spec import PatchSpec
-from patcher.undo import UndoRecord
+from patcher.core.errors import environment
+from patcher.core.installed import FileStat, Snapshot, Target
+from patcher.core.spec import PatchSpec
+from patcher.core.undo import UndoRecord
+from patcher.install import lock, pyc
 
 
-class FileStat(NamedTuple):
-    mode: int  # permission bits
-    uid: int
-    gid: int
-    mtime_ns: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> FileStat:
-        return cls(st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime_ns)
-
-
-class Snapshot(NamedTuple):
-    graph: bytes
-    graph_stat: FileStat
-    record: bytes | None
-    record_stat: FileStat | None
-    undo: UndoRecord | None
-    undo_raw: bytes | None
-    pycs: tuple[pyc.Pyc, ...]
-    own_tag: str | None
-    source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
-    leftovers: tuple[Path, ...]
-    site: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
-
-    @property
-    def sha256(self) -> str:
-        return sha256(self.graph)
-
-    def own_pycs(self) -> list[pyc.Pyc]:
-        return [p for p in self.pycs if p.tag == self.own_tag]
-
-    def stale_pycs(self) -> list[pyc.Pyc]:
-        mtime = self.graph_stat.mtime_ns / 1e9
-        return [p for p in self.own_pycs() if pyc.stale(p, self.graph, mtime, self.source_hash)]
+def stat_of(st: os.stat_result) -> FileStat:
+    return FileStat(st.st_mode & 0o7777, st.st_uid, st.st_gid, st.st_mtime_ns)
 
 
 def _contents(path: Path) -> tuple[bytes, os.stat_result]:
@@ -74,10 +40,10 @@ def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
         return None, None
     except OSError as exc:
         raise environment(f"Could not read {target.record_file}: {exc.strerror}") from exc
-    from patcher import record
+    from patcher.core import record
 
     record.check(data)
-    return data, FileStat.of(st)
+    return data, stat_of(st)
 
 
 def _undo(target: Target, spec: PatchSpec, has_record: bool) -> tuple[UndoRecord | None, bytes | None]:
@@ -126,7 +92,7 @@ def read(target: Target, spec: PatchSpec) -> Snapshot:
     dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
     return Snapshot(
         graph=graph,
-        graph_stat=FileStat.of(st),
+        graph_stat=stat_of(st),
         record=record,
         record_stat=record_stat,
         undo=undo,
@@ -134,6 +100,6 @@ def read(target: Target, spec: PatchSpec) -> Snapshot:
         pycs=tuple(pycs),
         own_tag=own_tag,
         source_hash=digest,
-        leftovers=tuple(fsio.leftovers(dirs)),
+        leftovers=tuple(lock.leftovers(dirs)),
         site=str(target.dist_info.parent) if target.dist_info else "",
     )

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
-from patcher.errors import environment
-from patcher.report import JsonValue
+from patcher.core.errors import environment
+from patcher.core.report import JsonValue
 
 PATCH_NAME = "lazy_implicit_fallback.json"
 SPEC_VERSION = 1
@@ -108,37 +108,14 @@ def _releases_from_json(data: object) -> Releases:
     return Releases(rows=rows, site_code=dict(data["sites"]))
 
 
-def _checkout_patches() -> Path:
-    """A checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has the
-    definitions at its top level."""
-    return Path(__file__).resolve().parent.parent / "patches"
-
-
-def _read(name: str) -> str:
-    """A patch definition, wherever the package is: installed (pyproject maps the checkout's top-level
-    patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
-    files are read directly (importlib.resources costs verify more than its own work); anything
-    else through importlib.resources."""
-    from importlib import import_module
-
+def parse(name: str, read: Callable[[str], str]) -> PatchSpec:
+    """The definition `name` and its releases table, each text got from `read` (install.definitions
+    reads them from the installed package, a checkout or the single file's zip)."""
     try:
-        package = import_module("patcher.patches")
-    except ModuleNotFoundError:
-        return _checkout_patches().joinpath(name).read_text(encoding="utf-8")
-    where = Path(package.__file__ or "").parent
-    if where.is_dir():
-        return where.joinpath(name).read_text(encoding="utf-8")
-    from importlib.resources import files  # a zip, or a loader with no directory
-
-    return files(package).joinpath(name).read_text(encoding="utf-8")
-
-
-def load(name: str = PATCH_NAME) -> PatchSpec:
-    try:
-        raw = json.loads(_read(name))
+        raw = json.loads(read(name))
         if raw.get("version") != SPEC_VERSION:
             raise ValueError(f"unsupported version {raw.get('version')!r}")
-        releases_raw = json.loads(_read(raw["releases_file"]))
+        releases_raw = json.loads(read(raw["releases_file"]))
         releases = _releases_from_json(releases_raw)
         return PatchSpec(
             id=raw["id"],

@@ -14,10 +14,10 @@ import shutil
 import tempfile
 from typing import TypedDict
 
-from patcher.errors import ExitCode, LazylogError, environment
-from patcher.interpreter import run_module
-from patcher.locate import Target
-from patcher.report import JsonValue, Report
+from patcher.core.errors import ExitCode, LazylogError, environment
+from patcher.core.installed import Target
+from patcher.core.report import JsonValue, Report
+from patcher.install.interpreter import run_module
 
 DEFAULT_DEPTH = 8
 PHASES = ("filtered", "info", "error")
@@ -95,7 +95,7 @@ def _not_run(report: Report, why: str) -> LazylogError:
 
 def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, str]:
     """The message and state of a runtime check that failed: the runtime finding comes first."""
-    from patcher.state import LAZY
+    from patcher.core.state import LAZY
 
     # The bytes' state stands when they are eager; a lazy state the runtime contradicts is unknown.
     state = "unknown" if report.state in LAZY else report.state

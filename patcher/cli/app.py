@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from patcher import __version__, commands
-from patcher.errors import EXIT_CODE_HELP, ExitCode, Interrupted
+from patcher import __version__
+from patcher.cli import commands
+from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted
 
 if TYPE_CHECKING:
-    from patcher.report import Report
+    from patcher.core.report import Report
 
 F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
@@ -133,7 +134,7 @@ def diagnose(
     """
     from patcher.diagnose import run
 
-    run.command(run.Options(pids, not no_children, samples, interval), as_json, verbose)
+    commands.diagnose(run.Options(pids, not no_children, samples, interval), as_json, verbose)
 
 
 @cli.command()
@@ -157,7 +158,7 @@ def fingerprint(
 
     Fingerprints graph.py of real torch wheels into the patch definition's releases table.
     """
-    from patcher import fingerprint as fp
+    from patcher.cli import fingerprint as fp
 
     def work() -> Report:
         report, shown = fp.command(list(wheels), output, check, markdown)
@@ -185,7 +186,7 @@ def main() -> None:
     SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
     commands.handle_signals()
     as_json = "--json" in sys.argv[1:]
-    from patcher.report import Report
+    from patcher.core.report import Report
 
     try:
         code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
@@ -199,7 +200,7 @@ def main() -> None:
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
         interrupted = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
-        from patcher.messages import interrupted as sentence
+        from patcher.core.messages import interrupted as sentence
 
         text = sentence(signal.Signals(signum).name, _command_word())
         commands.finish(Report(_command_word(), "unknown", False, text, interrupted), as_json)

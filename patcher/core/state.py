@@ -1,6 +1,6 @@
 """The install's one named state, decided from facts read from the bytes; a table per command.
 
-Pure: no file is read here. patcher.facts turns a snapshot into Facts; `decide` names the state;
+Pure: no file is read here. patcher.core.facts turns a snapshot into Facts; `decide` names the state;
 APPLY, VERIFY and REVERT say, for each state, what the command does, its exit code and what to do
 next. The README's state table is this module's, checked by a test.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from patcher.errors import ExitCode, Next
-from patcher.record import RowFit
+from patcher.core.errors import ExitCode, Next
+from patcher.core.record import RowFit
 
 # graph.py against the known releases, RECORD and the undo record's traces:
 # eager (a known eager release or site), ours (lazy as this tool makes it: the exact patched bytes

@@ -11,10 +11,10 @@ import typing
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher import state
-from patcher.classify import Known
-from patcher.errors import ExitCode
-from patcher.state import LAZY, Problem, State
+from patcher.core import state
+from patcher.core.classify import Known
+from patcher.core.errors import ExitCode
+from patcher.core.state import LAZY, Problem, State
 
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
 DESCRIPTION: dict[State, str] = {
@@ -218,16 +218,6 @@ def from_variable(message: str, option: str, variable: str, value: str) -> str:
         message = message.replace(said, instead)
     message = message.replace(option, variable).rstrip(".")
     return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
-
-
-def missing_dependency(module: str, what: str) -> str:
-    """What needs a dependency that is not there (the single-file build carries none)."""
-    return (
-        f"Expected {module} to {what}, but it is not installed for this Python (the single-file "
-        "torch-lazylog.pyz carries no dependencies: it runs plain apply, verify and revert lines on "
-        "known releases). Nothing was written; install the torch-lazylog wheel, which brings click and "
-        f"libcst, and run torch-lazylog from it"
-    )
 
 
 def interrupted(signal_name: str, command: str = "") -> str:

@@ -14,8 +14,8 @@ import binascii
 import posixpath
 from typing import Literal, NamedTuple
 
-from patcher.errors import damaged
-from patcher.hashes import sha256_digest
+from patcher.core.errors import damaged
+from patcher.core.hashes import sha256_digest
 
 # hashlib.algorithms_guaranteed but the shakes (whose digest needs a length no RECORD row gives),
 # spelled out so that reading RECORD needs no hashlib

@@ -1,5 +1,5 @@
 """The commands as plain functions of typed values: the one place a result is printed and errors
-are caught. The click layer (patcher.cli) and the entry point's fast path (patcher.entry) both call
+are caught. The click layer (patcher.cli.app) and the entry point's fast path (patcher.cli.entry) both call
 these; neither imports the other's dependencies (click costs more than verify itself).
 """
 
@@ -14,12 +14,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
-from patcher.errors import ExitCode, Interrupted, LazylogError
+from patcher.core.errors import ExitCode, Interrupted, LazylogError
 
 if TYPE_CHECKING:
-    from patcher.locate import Target
-    from patcher.report import JsonValue, Report
-    from patcher.spec import PatchSpec
+    from patcher.core.installed import Target
+    from patcher.core.report import JsonValue, Report
+    from patcher.core.spec import PatchSpec
+    from patcher.diagnose.run import Options
 
 T = TypeVar("T")
 
@@ -47,7 +48,7 @@ class Given(NamedTuple):
         if step is None:
             return None
         if step == "reinstall":
-            from patcher.messages import Layout, reinstall
+            from patcher.core.messages import Layout, reinstall
 
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
@@ -85,7 +86,7 @@ def caught(
 
         name = signal.Signals(exc.signum).name
         code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
-        from patcher.messages import interrupted
+        from patcher.core.messages import interrupted
 
         finish(error_report(command, code, interrupted(name, command), "unknown", {}), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
@@ -103,7 +104,7 @@ def caught(
 def error_report(
     command: str, code: ExitCode, message: str, state: str, details: dict[str, str | None]
 ) -> Report:
-    from patcher.report import Report
+    from patcher.core.report import Report
 
     return Report(
         command,
@@ -155,7 +156,7 @@ def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = N
     except OSError as exc:
         _silence()
         if report.code == ExitCode.OK:
-            from patcher.messages import output_lost
+            from patcher.core.messages import output_lost
 
             with contextlib.suppress(OSError):
                 _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc)}.\n")
@@ -184,7 +185,7 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]
 
 
 def _target(given: Given) -> tuple[Target, PatchSpec]:
-    from patcher import locate, spec
+    from patcher.install import definitions, locate
 
     python, torch_dir = given.python, given.torch_dir
     for option, value in (("--python", python), ("--torch-dir", torch_dir)):
@@ -194,11 +195,11 @@ def _target(given: Given) -> tuple[Target, PatchSpec]:
                 f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out",
             )
 
-    patch = spec.load()
+    patch = definitions.load()
     try:
         return locate.locate(python, torch_dir, patch), patch
     except LazylogError as exc:
-        from patcher.messages import from_variable
+        from patcher.core.messages import from_variable
 
         for option, value in (("--python", python), ("--torch-dir", torch_dir)):
             if option in given.from_env and value is not None:
@@ -218,7 +219,7 @@ def apply(
     given = Given(python, torch_dir, from_env)
 
     def work() -> Report:
-        from patcher import engine
+        from patcher.install import engine
 
         target, patch = _target(given)
         return engine.apply(target, patch, dry_run=dry_run)
@@ -237,12 +238,12 @@ def verify(
     given = Given(python, torch_dir, from_env)
 
     def work() -> Report:
-        from patcher import engine
+        from patcher.install import reading
 
         target, patch = _target(given)
-        report = engine.verify(target, patch)
+        report = reading.verify(target, patch)
         if runtime:
-            from patcher import runtime as runtime_check
+            from patcher.install import runtime as runtime_check
 
             report = runtime_check.run(target, report)
         return report
@@ -256,7 +257,7 @@ def revert(
     given = Given(python, torch_dir, from_env)
 
     def work() -> Report:
-        from patcher import engine
+        from patcher.install import engine
 
         target, patch = _target(given)
         return engine.revert(target, patch)
@@ -276,3 +277,20 @@ def handle_signals() -> None:
     """SIGINT and SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _interrupt)
+
+
+def diagnose(options: Options, as_json: bool, verbose: bool) -> NoReturn:
+    """diagnose PID...: its result printed here, as every command's is."""
+    from patcher.diagnose import run
+    from patcher.install import definitions
+
+    entries: list[JsonValue] = []
+
+    def work() -> Report:
+        report, found = run.diagnose(options, definitions.load())
+        entries.extend(found)
+        return report
+
+    extra: dict[str, JsonValue] = {"processes": entries}  # filled in as far as the run got
+    report = caught("diagnose", as_json, verbose, work, extra=extra)
+    finish(report, as_json, extra)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from patcher.edits import Edit
+from patcher.core.edits import Edit
 
 Form = Literal["eager", "lazy"]
 

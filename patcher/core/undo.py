@@ -1,6 +1,6 @@
 """The undo record: versioned JSON with stable key order, parsed and checked for shape only.
 
-It is a claim, never proof: patcher.facts decides whether it describes the bytes on disk.
+It is a claim, never proof: patcher.core.facts decides whether it describes the bytes on disk.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from patcher.edits import Edit
-from patcher.report import JsonValue
+from patcher.core.edits import Edit
+from patcher.core.report import JsonValue
 
 UNDO_VERSION = 1
 TOOL = "torch-lazylog"

@@ -1,4 +1,4 @@
-"""Build the single file: `python3 -m patcher.pyz` (from a checkout) writes dist/torch-lazylog.pyz.
+"""Build the single file: `python3 -m patcher.cli.pyz` (from a checkout) writes dist/torch-lazylog.pyz.
 
 A zipapp of the tool's own modules and patch definitions, nothing else: any Python 3.10+ runs it as
 it is (`python torch-lazylog.pyz verify`), with nothing installed. Plain apply, verify and revert
@@ -18,7 +18,7 @@ NAME = "torch-lazylog.pyz"
 
 def _stage(into: Path) -> None:
     """patcher/ (its .py files) and the patch definitions as patcher/patches/, as the wheel lays them."""
-    package = Path(__file__).resolve().parent
+    package = Path(__file__).resolve().parent.parent
     for source in sorted(package.rglob("*.py")):
         if "__pycache__" not in source.parts:
             target = into / "patcher" / source.relative_to(package)
@@ -38,7 +38,7 @@ def build(out: Path) -> Path:
         (root / "patcher" / "patches").mkdir(parents=True)
         _stage(root)
         zipapp.create_archive(
-            root, out, interpreter="/usr/bin/env python3", main="patcher.entry:main", compressed=True
+            root, out, interpreter="/usr/bin/env python3", main="patcher.cli.entry:main", compressed=True
         )
     return out
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patcher.edits import line_edit
+from patcher.core.edits import line_edit
 
 
 def _lines(data: bytes) -> list[str]:

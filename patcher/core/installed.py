@@ -1,0 +1,120 @@
+"""What was read of an installed torch, as plain data every layer passes around: the interpreter that
+loads it, the target (where its files are), the files' stats and pycs, and the snapshot read once under
+the lock. The install layer fills these in; nothing here reads them from the disk.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from patcher.core.hashes import sha256
+from patcher.core.report import JsonValue
+from patcher.core.undo import UndoRecord
+
+UNDO_NAME = "torch_lazylog.json"
+# Without a dist-info (a source build, `pip install -e`), the undo record goes beside the torch
+# package, never inside it.
+UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
+
+
+class Interpreter(NamedTuple):
+    executable: str
+    version: str
+    cache_tag: str | None
+    pycache_prefix: str | None
+    in_process: bool = False
+    prefix: str = ""
+    path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
+    externally_managed: bool = False  # PEP 668 (a venv never is)
+    has_pip: bool | None = None  # whether it can `import pip` (None: not looked for)
+
+
+class Found(NamedTuple):
+    """Where that interpreter's `import torch` comes from (all None when it finds none)."""
+
+    torch_dir: str | None
+    path_entry: str | None
+    error: str | None
+
+
+class Target(NamedTuple):
+    interpreter: Interpreter  # the one that compiles graph.py's pycs and runs the runtime check
+    torch_dir: Path
+    graph: Path
+    dist_info: Path | None
+    undo_path: Path
+    torch_version: str | None
+    # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
+    # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
+    owner: str | None = None
+    # The sys.path entry of the owner that torch came from (None: no owner, or a meta path finder).
+    torch_path_entry: str | None = None
+
+    @property
+    def record_file(self) -> Path | None:
+        return self.dist_info / "RECORD" if self.dist_info else None
+
+    def undo_row_path(self) -> str | None:
+        """The undo record's path as a RECORD row names it."""
+        return f"{self.dist_info.name}/{UNDO_NAME}" if self.dist_info else None
+
+
+Mode = Literal["timestamp", "checked-hash", "unchecked-hash", "invalid"]
+
+
+class Pyc(NamedTuple):
+    path: Path
+    tag: str
+    optimize: int
+    mode: Mode
+    header: bytes
+    mode_bits: int
+    uid: int
+    gid: int
+
+    def describe(self) -> dict[str, JsonValue]:
+        return {"path": str(self.path), "cache_tag": self.tag, "optimize": self.optimize, "mode": self.mode}
+
+
+class FileStat(NamedTuple):
+    mode: int  # permission bits
+    uid: int
+    gid: int
+    mtime_ns: int
+
+
+class Snapshot(NamedTuple):
+    graph: bytes
+    graph_stat: FileStat
+    record: bytes | None
+    record_stat: FileStat | None
+    undo: UndoRecord | None
+    undo_raw: bytes | None
+    pycs: tuple[Pyc, ...]
+    own_tag: str | None
+    source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
+    leftovers: tuple[Path, ...]
+    site: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
+
+    @property
+    def sha256(self) -> str:
+        return sha256(self.graph)
+
+    def own_pycs(self) -> list[Pyc]:
+        return [p for p in self.pycs if p.tag == self.own_tag]
+
+    def stale_pycs(self) -> list[Pyc]:
+        mtime = self.graph_stat.mtime_ns / 1e9
+        return [p for p in self.own_pycs() if stale(p, self.graph, mtime, self.source_hash)]
+
+
+def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
+    """True when this pyc does not describe `source` (what Python checks, and for unchecked, what it skips)."""
+    if pyc.mode == "timestamp":
+        recorded_mtime = int.from_bytes(pyc.header[8:12], "little")
+        recorded_size = int.from_bytes(pyc.header[12:16], "little")
+        return (recorded_mtime, recorded_size) != (int(mtime) & 0xFFFFFFFF, len(source) & 0xFFFFFFFF)
+    if pyc.mode in ("checked-hash", "unchecked-hash"):
+        return hash_of_source is None or pyc.header[8:16].hex() != hash_of_source
+    return True

@@ -1,0 +1,39 @@
+"""The writes a plan is made of, in commit order; install.fsio carries them out, and nothing else writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from patcher.core.installed import Pyc
+
+ABSENT = "absent"  # a Write's or Remove's `was`: the destination did not exist when it was read
+ANY = ""  # ... or: not checked (bytecode, which Python itself may rewrite at any time)
+
+
+class Write(NamedTuple):
+    path: Path
+    data: bytes
+    mode: int
+    uid: int
+    gid: int
+    mtime_ns: int | None = None
+    label: str = ""
+    was: str = ANY  # the destination's sha256 when it was read, or ABSENT
+
+
+class Remove(NamedTuple):
+    path: Path
+    label: str = ""
+    was: str = ANY
+
+
+Step = Write | Remove
+
+
+class Rebuild(NamedTuple):
+    """A pyc to write anew from the plan's source: compiled by the target interpreter before staging."""
+
+    pyc: Pyc
+    source: bytes
+    mtime_ns: int

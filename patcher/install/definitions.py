@@ -1,0 +1,36 @@
+"""The patch definitions shipped with the tool (patches/*.json), read from wherever the package is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patcher.core.spec import PATCH_NAME, PatchSpec, parse
+
+
+def _checkout_patches() -> Path:
+    """A checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has the
+    definitions at its top level."""
+    return Path(__file__).resolve().parent.parent.parent / "patches"
+
+
+def _read(name: str) -> str:
+    """A patch definition, wherever the package is: installed (pyproject maps the checkout's top-level
+    patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
+    files are read directly (importlib.resources costs verify more than its own work); anything
+    else through importlib.resources."""
+    from importlib import import_module
+
+    try:
+        package = import_module("patcher.patches")
+    except ModuleNotFoundError:
+        return _checkout_patches().joinpath(name).read_text(encoding="utf-8")
+    where = Path(package.__file__ or "").parent
+    if where.is_dir():
+        return where.joinpath(name).read_text(encoding="utf-8")
+    from importlib.resources import files  # a zip, or a loader with no directory
+
+    return files(package).joinpath(name).read_text(encoding="utf-8")
+
+
+def load(name: str = PATCH_NAME) -> PatchSpec:
+    return parse(name, _read)

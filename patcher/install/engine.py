@@ -1,0 +1,117 @@
+"""apply and revert: what reading decides (lock, snapshot, state), then the command's rule, the plan,
+the checks, and the plan carried out.
+
+The state is decided once per command (patcher.core.facts, patcher.core.state); the rule is a row of that
+command's table; the plan is pure (patcher.core.plan); fsio is the only module that writes, and nothing
+is written, temp files of a killed run included, until every path the plan writes has been checked.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from patcher.core import messages, state
+from patcher.core.edits import line_edit
+from patcher.core.facts import Reading
+from patcher.core.installed import Snapshot, Target
+from patcher.core.report import Report
+from patcher.core.spec import PatchSpec
+from patcher.core.steps import Rebuild, Remove, Step, Write
+from patcher.install import fsio, pyc
+from patcher.install.reading import read, refusal, report, under_lock
+
+if TYPE_CHECKING:
+    from patcher.core.outcome import Rewritten
+    from patcher.core.plan import Plan
+
+
+def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> None:
+    """Check, compile the pycs, stage everything, then commit."""
+    fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
+    rebuilds = [s for s in planned.steps if isinstance(s, Rebuild)]
+    compiled: dict[Path, bytes] = {}
+    if rebuilds:
+        first = rebuilds[0]
+        datas, _ = pyc.compile_for(
+            target.interpreter, [r.pyc for r in rebuilds], first.source, target.graph, first.mtime_ns
+        )
+        compiled = {r.pyc.path: data for r, data in zip(rebuilds, datas, strict=True)}
+    fsio.discard(list(snap.leftovers))  # temp files of a killed run: only now that every check passed
+    steps: list[Step] = [
+        Write(
+            s.pyc.path,
+            compiled[s.pyc.path],
+            s.pyc.mode_bits,
+            s.pyc.uid,
+            s.pyc.gid,
+            label=f"pyc-{s.pyc.path.name}",
+        )
+        if isinstance(s, Rebuild)
+        else s
+        for s in planned.steps
+    ]
+    fsio.run(steps, command)
+
+
+def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
+    steps = planned.steps
+    writes = {s.pyc.path if isinstance(s, Rebuild) else s.path for s in steps if not isinstance(s, Remove)}
+    removes = {s.path for s in steps if isinstance(s, Remove)}
+    pycs = {p.path for p in snap.pycs}
+    changed = planned.result is not None and target.graph in writes
+    return messages.Done(
+        graph=changed,
+        line=line_edit(snap.graph, planned.result).line_number(snap.graph) if planned.result else None,
+        undo_written=target.undo_path in writes,
+        undo_removed=target.undo_path in removes,
+        record=target.record_file in writes,
+        pycs=len(writes & pycs),
+        pycs_removed=len(removes & pycs),
+        no_record=snap.record is None,
+    )
+
+
+def _change(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
+    snap, reading, rewritten = read(target, spec, apply=command == "apply")
+    rule = state.TABLES[command][reading.state]
+    if "refuse" in rule.does:
+        raise refusal(target, spec, snap, reading)
+    planned = plan_for(target, spec, snap, reading, rule.does, rewritten)
+    done = _done(target, snap, planned)
+    message = messages.changed(command, reading.state, reading.known, target.torch_version, done, dry_run)
+    diff = None
+    if command == "apply" and planned.result is not None:
+        from patcher.core.diff import unified
+
+        diff = unified(snap.graph, planned.result, "torch/" + spec.file)
+    if dry_run and planned.steps:  # what the real run would refuse, the dry run refuses too
+        fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
+    if dry_run or not planned.steps:
+        return report(command, target, snap, reading, message, diff=diff)
+    reading = reading._replace(state=rule.leaves or reading.state)
+    _carry_out(target, snap, planned, command)
+    pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
+    return report(command, target, snap, reading, message, planned.result, diff=diff, changed=True, pycs=pycs)
+
+
+def plan_for(
+    target: Target,
+    spec: PatchSpec,
+    snap: Snapshot,
+    reading: Reading,
+    does: tuple[state.Action, ...],
+    rewritten: Rewritten | None,
+) -> Plan:
+    from patcher.core import plan
+
+    return plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)
+
+
+def apply(target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
+    return under_lock(target, not dry_run, lambda: _change("apply", target, spec, dry_run))
+
+
+def revert(target: Target, spec: PatchSpec) -> Report:
+    return under_lock(target, True, lambda: _change("revert", target, spec))

@@ -1,0 +1,118 @@
+"""verify, and what every command does first: lock, read a snapshot, name the state, and report it.
+
+Nothing here writes (the lock is an flock on the torch directory): diagnose judges a running
+server's torch through this module, as verify does. apply and revert (install.engine) build on it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from patcher.core import classify, facts, messages, state
+from patcher.core.errors import ExitCode, LazylogError, refused
+from patcher.core.facts import Reading
+from patcher.core.hashes import sha256
+from patcher.core.installed import Snapshot, Target
+from patcher.core.report import Report
+from patcher.core.spec import PatchSpec
+from patcher.install import lock, snapshot
+
+if TYPE_CHECKING:
+    from patcher.core.outcome import Rewritten
+
+
+def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:
+    """Run one command under the torch directory's lock; errors learn which torch they are about."""
+    try:
+        with lock.locked(target.torch_dir, exclusive):
+            return work()
+    except LazylogError as exc:
+        if exc.next == "reinstall":
+            version = snapshot.metadata_version(target)
+            exc.details.setdefault("dist_version", version)
+            exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
+            exc.details.setdefault("installer", snapshot.installer(target))
+            exc.details.setdefault("owner", target.owner)
+            exc.details.setdefault("managed", "yes" if target.interpreter.externally_managed else "no")
+            has_pip = target.interpreter.has_pip
+            exc.details.setdefault("pip", None if has_pip is None else "yes" if has_pip else "no")
+        exc.details.setdefault("torch_version", target.torch_version)
+        exc.details.setdefault("torch_dir", str(target.torch_dir))
+        exc.details.setdefault("graph_py", str(target.graph))
+        exc.details.setdefault("undo_record", str(target.undo_path))
+        raise
+
+
+def read(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
+    """The snapshot and its one reading; apply's libcst parse doubles as the classification."""
+    snap = snapshot.read(target, spec)
+    rewritten = None
+    if apply:
+        known, rewritten = classify.decide(snap.graph, spec, target.torch_version)
+    else:
+        known = classify.classify(snap.graph, spec, target.torch_version)
+    return snap, facts.read(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
+
+
+def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
+    if reading.state == "edited" and snap.undo is not None:
+        change = snap.undo.graph
+        text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
+        error = refused(text, next="reinstall")
+    else:
+        support = messages.supported(spec.releases.versions("eager"), spec.releases.versions("native"))
+        known = reading.known
+        error = refused(messages.unknown(target.torch_version, target.torch_dir, known.reason, support), None)
+        error.diff = known.diff or None
+    error.state = reading.state
+    return error
+
+
+def report(
+    command: str,
+    target: Target,
+    snap: Snapshot,
+    reading: Reading,
+    message: str,
+    graph: bytes | None = None,
+    **extra: Any,
+) -> Report:
+    """Every report names the torch, its state and graph.py's hash after the run."""
+    known = reading.known
+    return Report(
+        command=command,
+        state=reading.state,
+        changed=False,
+        message=message,
+        torch_version=target.torch_version,
+        torch_dir=str(target.torch_dir),
+        torch_path_entry=target.torch_path_entry,
+        graph_py=str(target.graph),
+        sha256=sha256(snap.graph if graph is None else graph),
+        release=known.release.version if known.release else None,
+        match=known.match,
+        undo_record=str(target.undo_path),
+        pycs=tuple(p.describe() for p in snap.pycs),
+    )._replace(**extra)
+
+
+def verify(target: Target, spec: PatchSpec) -> Report:
+    def work() -> Report:
+        snap, reading, _ = read(target, spec, apply=False)
+        found = state.problems(reading.state, reading.facts)
+        rule = state.verdict(reading.state, found)
+        if "refuse" in rule.does:
+            raise refusal(target, spec, snap, reading)
+        stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
+        texts = [messages.problem_text(p, ", ".join(stale)) for p in found]
+        eager = rule.code == ExitCode.EAGER
+        message = messages.verify(
+            reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager
+        )
+        return report(
+            "verify", target, snap, reading, message, code=rule.code, next=rule.next, problems=tuple(texts)
+        )
+
+    return under_lock(target, False, work)
