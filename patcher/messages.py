@@ -230,6 +230,16 @@ def missing_dependency(module: str, what: str) -> str:
     )
 
 
+def missing_libcst_dir(what: str, minor: str, machine: str, libs: str) -> str:
+    """The single file without a libcst for this Python: the directory to mount beside it."""
+    return (
+        f"Expected libcst to {what}, but torch-lazylog.pyz found none for this Python ({minor} on "
+        f"{machine}) in {libs}. Nothing was written; make that directory beside the file with `pip install "
+        f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
+        f"manylinux2014_{machine} libcst` and mount it there (or name it in TORCH_LAZYLOG_LIBS)"
+    )
+
+
 def interrupted(signal_name: str, command: str = "") -> str:
     if command == "diagnose":
         return f"Interrupted by {signal_name}: diagnose only reads, so nothing was written; run it again"

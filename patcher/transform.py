@@ -16,13 +16,20 @@ from typing import NamedTuple
 
 try:
     import libcst as cst
-except ModuleNotFoundError as exc:  # the single-file build, or an install without its dependencies
+except ImportError as exc:  # the single-file build, an install without its dependencies, or a
+    # libcst directory built for another Python (its native parser does not load)
     from patcher.errors import environment
-    from patcher.messages import missing_dependency
+    from patcher.messages import missing_dependency, missing_libcst_dir
+    from patcher.zipmain import in_zip, libs_dir
 
-    raise environment(
-        missing_dependency("libcst", "read a graph.py that is not a known release's bytes")
-    ) from exc
+    what = "read a graph.py that is not a known release's bytes"
+    if in_zip():
+        import platform
+        import sys
+
+        minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+        raise environment(missing_libcst_dir(what, minor, platform.machine(), libs_dir(sys.argv[0]))) from exc
+    raise environment(missing_dependency("libcst", what)) from exc
 
 from patcher.canonical import Uncovered, canonical, digest
 from patcher.edits import line_edit
