@@ -18,7 +18,7 @@ import pytest
 import patcher
 from patcher import pyz
 from tests import libsdir
-from tests.conftest import need, snapshot
+from tests.conftest import need, snapshot, torch_venv
 from tests.helpers import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -193,3 +193,66 @@ def test_from_the_zip_another_interpreter_is_probed(single: Path, bare: Path) ->
     assert done.returncode == 4
     assert f"Expected `import torch` to find torch for {bare} (Python " in done.stderr, done.stderr
     assert "but it found none" in done.stderr
+
+
+def _checks(done: subprocess.CompletedProcess[str]) -> dict[str, bool]:
+    return {c["name"]: c["passed"] for c in json.loads(done.stdout)["checks"]}
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("shared_torch_venvs")
+def test_verify_runtime_from_the_file_where_torch_imports(single: Path) -> None:
+    """The torch venv's own Python runs the file: `verify --runtime` compiles Inductor's real path
+    there, eager before apply (the text formatted with the logger filtered), lazy after."""
+    python = torch_venv("2.10.0") / "bin" / "python"
+    assert _run(python, single, "revert").returncode == 0
+    try:
+        eager = _run(python, single, "verify", "--runtime", "--json")
+        assert eager.returncode == 1, eager.stderr
+        assert (
+            _checks(eager)["not_formatted_when_filtered"] is False
+            and _checks(eager)["compiled_result_correct"]
+        )
+        assert _run(python, single, "apply").returncode == 0
+        lazy = _run(python, single, "verify", "--runtime", "--json")
+        assert lazy.returncode == 0 and all(_checks(lazy).values()), lazy.stdout
+        assert "not_formatted_when_filtered" in _checks(lazy)
+    finally:
+        assert _run(python, single, "revert").returncode == 0
+
+
+@pytest.mark.e2e
+def test_diagnose_from_the_file_finds_py_spy_as_the_tool_does(single: Path, tmp_path: Path) -> None:
+    """A process that imported torch, read by the file run with the torch venv's Python: no py-spy
+    beside that Python nor on PATH is exit 4 naming the command that installs it; py-spy on PATH is
+    found and the process judged."""
+    from patcher.diagnose import stacks
+
+    python = torch_venv("2.10.0") / "bin" / "python"
+    process = subprocess.Popen(
+        [str(python), "-c", "import torch, time; print('up', flush=True); time.sleep(120)", "pyz-diagnose"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "up\n"
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [str(python), str(single), "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, cwd="/", timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 4 and f"{python} -m pip install 'py-spy>=0.4'" in done.stderr, done.stderr
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "py-spy").symlink_to(stacks.find())
+        env["PATH"] = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+        done = subprocess.run(
+            [str(python), str(single), "diagnose", str(process.pid), "--json"],
+            capture_output=True, text=True, env=env, cwd="/", timeout=120, check=False,
+        )  # fmt: skip
+        (entry,) = json.loads(done.stdout)["processes"]
+        assert entry["pid"] == process.pid and done.returncode in (0, 1), done.stderr
+        assert entry["torch_dir"] == str(
+            next((python.parent.parent / "lib").glob("python3*/site-packages/torch"))
+        )
+    finally:
+        process.kill()
+        process.wait(timeout=30)
