@@ -79,5 +79,5 @@ def main() -> None:
     entry()
 
 
-if __name__ == "__main__":
+if __name__ == "__main__":  # pragma: no cover -- runs as the zip's copy, __main__.py
     main()

@@ -8,6 +8,7 @@ import ast
 import importlib
 import json
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -57,7 +58,9 @@ def test_an_older_python_gets_one_sentence_and_exit_4(
 
 
 def test_without_a_torch_the_sentence_names_the_directory_to_give(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "torch", None)  # find_spec then raises: no torch to name
+    monkeypatch.setitem(sys.modules, "torch", None)  # an import that is blocked: no torch to name
+    assert zipmain._torch_dir() == ""
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # no __spec__: find_spec raises
     assert zipmain._torch_dir() == ""
     assert "apply --torch-dir DIR/torch`" in zipmain.too_old("3.9.2", "/usr/bin/python3", "")
 
