@@ -1,10 +1,13 @@
 """The single file, dist/torch-lazylog.pyz, run by a bare interpreter (a fresh venv without pip,
 nothing installed in it) on real 2.10.0 trees: it reads its patch definitions from inside the zip,
-answers verify, and says in one sentence what needs a dependency it does not carry."""
+carries click (the whole command line), reads a vendor's graph.py with a libcst directory beside it,
+and says in one sentence what to mount when there is none."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -12,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+import patcher
 from patcher.cli import pyz
-from tests.conftest import snapshot
+from tests import libsdir
+from tests.conftest import need, snapshot, torch_venv
 from tests.helpers import tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,13 +59,21 @@ def _run(python: Path, single: Path, *args: str) -> subprocess.CompletedProcess[
     )
 
 
-def test_the_file_holds_the_tool_and_its_data_only(single: Path) -> None:
+def test_the_file_holds_the_tool_its_data_and_click_with_its_license(single: Path) -> None:
     import zipfile
+    from importlib import metadata
 
-    names = set(zipfile.ZipFile(single).namelist())
+    archive = zipfile.ZipFile(single)
+    names = set(archive.namelist())
     assert {"__main__.py", "patcher/cli/entry.py", "patcher/patches/lazy_implicit_fallback.json"} <= names
     assert "patcher/patches/lazy_implicit_fallback.releases.json" in names
-    assert not [n for n in names if n.startswith(("click/", "libcst/", "tests/")) or n.endswith(".pyc")]
+    assert archive.read("__main__.py") == (ROOT / "patcher" / "cli" / "zipmain.py").read_bytes()
+    click = metadata.distribution("click")
+    info = f"click-{click.version}.dist-info"
+    assert {"click/__init__.py", "click/core.py", f"{info}/METADATA"} <= names
+    licenses = [n for n in names if n.startswith(f"{info}/") and "LICENSE" in n.upper() and n[-1] != "/"]
+    assert licenses and archive.read(licenses[0]) == Path(str(click.locate_file(licenses[0]))).read_bytes()
+    assert not [n for n in names if n.startswith(("libcst/", "tests/")) or n.endswith((".pyc", ".so"))]
 
 
 def test_verify_on_real_trees_by_a_bare_interpreter(
@@ -91,35 +104,84 @@ def test_verify_of_a_tree_the_installed_tool_patched(
     assert done.returncode == 0 and "formats the implicit-fallback log lazily" in done.stdout, done.stderr
 
 
-def test_a_vendor_build_needs_libcst_and_says_so(
-    single: Path, bare: Path, release: Callable[[str], Path]
-) -> None:
-    """A site match (the 2.10.0 file with an edit elsewhere) takes a libcst parse: exit 4, one
-    sentence naming libcst and what to do, no traceback, nothing written."""
+def _vendor_tree(release: Callable[[str], Path]) -> Path:
+    """A site match (the 2.10.0 file with an edit elsewhere): reading it takes a libcst parse."""
     torch_dir = release("2.10.0")
     graph = torch_dir / "_inductor" / "graph.py"
     graph.write_bytes(graph.read_bytes() + b"# a vendor's line\n")
     assert (
         tool("verify", "--torch-dir", str(torch_dir), "--json").returncode == 1
     )  # with libcst: a site match
+    return torch_dir
+
+
+def test_a_vendor_build_without_a_libcst_directory_says_what_to_mount(
+    single: Path, bare: Path, release: Callable[[str], Path]
+) -> None:
+    """exit 4, one sentence naming the directory it looked in and the pip line that makes it for this
+    very Python, no traceback, nothing written."""
+    torch_dir = _vendor_tree(release)
     before = snapshot(torch_dir.parent)
+    minor = subprocess.run(
+        [str(bare), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
     for command in ("verify", "apply"):
         done = _run(bare, single, command, "--torch-dir", str(torch_dir))
         assert done.returncode == 4, done.stderr
         assert "Expected libcst to read a graph.py that is not a known release's bytes" in done.stderr
-        assert "install the torch-lazylog wheel" in done.stderr
+        assert f"in {single.parent / 'torch-lazylog-libs'}." in done.stderr
+        assert f"pip install --target torch-lazylog-libs --only-binary=:all: --python-version {minor} " in (
+            done.stderr
+        )
         assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
     assert snapshot(torch_dir.parent) == before
 
 
-@pytest.mark.parametrize("args", [["--help"], ["verify", "--runtime"], ["fingerprint", "x.whl"]])
-def test_what_needs_click_says_so(single: Path, bare: Path, args: list[str]) -> None:
-    done = _run(bare, single, *args, "--json")
-    assert done.returncode == 4 and done.stderr == ""
+def test_a_vendor_build_with_the_libcst_directory_beside_the_file(
+    single: Path, bare: Path, release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The directory the sentence names, made as it says, beside a copy of the file: verify reads the
+    site match, apply patches it, and $TORCH_LAZYLOG_LIBS names the same directory from elsewhere."""
+    torch_dir = _vendor_tree(release)
+    minor = subprocess.run(
+        [str(bare), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
+    ).stdout.strip()
+    libs = need(lambda: libsdir.libcst_dir(minor))
+    assert isinstance(libs, Path)
+    beside = tmp_path / "mnt"
+    shutil.copytree(libs, beside / "torch-lazylog-libs", symlinks=True)
+    shutil.copy2(single, beside / single.name)
+    found = _run(bare, beside / single.name, "verify", "--torch-dir", str(torch_dir), "--json")
+    assert found.returncode == 1, found.stderr
+    assert (json.loads(found.stdout)["state"], json.loads(found.stdout)["match"]) == ("pristine", "site")
+    by_variable = subprocess.run(
+        [str(bare), str(single), "apply", "--torch-dir", str(torch_dir)],
+        capture_output=True, text=True, cwd="/", check=False, env={**os.environ, "TORCH_LAZYLOG_LIBS": str(libs)},
+    )  # fmt: skip
+    assert by_variable.returncode == 0, by_variable.stderr
+    patched = _run(bare, beside / single.name, "verify", "--torch-dir", str(torch_dir), "--json")
+    assert patched.returncode == 0 and json.loads(patched.stdout)["state"] == "patched", patched.stderr
+
+
+def test_help_and_every_command_parse_from_the_file(single: Path, bare: Path) -> None:
+    """click travels inside: --help exits 0 and names every command, as the installed tool's does."""
+    done = _run(bare, single, "--help")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout == tool("--help").stdout.replace("python -m patcher", "torch-lazylog")
+    for command in ("apply", "verify", "revert", "diagnose", "fingerprint"):
+        assert f"  {command} " in done.stdout
+        sub = _run(bare, single, command, "--help")
+        assert sub.returncode == 0 and sub.stdout.startswith(f"Usage: torch-lazylog {command} "), sub.stderr
+    assert _run(bare, single, "--version").stdout.strip() == f"torch-lazylog, version {patcher.__version__}"
+
+
+def test_json_and_runtime_lines_parse_where_torch_is_missing(single: Path, bare: Path) -> None:
+    """`verify --runtime --json` is parsed by click from the zip: its answer is the torch it lacks."""
+    done = _run(bare, single, "verify", "--runtime", "--json")
+    assert done.returncode == 4 and done.stderr == "", done.stderr
     report = json.loads(done.stdout)
-    assert report["exit_code"] == 4 and report["message"].startswith("Expected click to parse `")
-    plain = _run(bare, single, *args)
-    assert plain.returncode == 4 and "Traceback" not in plain.stderr and "Expected click" in plain.stderr
+    assert (report["command"], report["exit_code"]) == ("verify", 4)
+    assert report["message"].startswith("Expected `import torch` to find torch for ")
 
 
 def test_from_the_zip_another_interpreter_is_probed(single: Path, bare: Path) -> None:
@@ -135,3 +197,66 @@ def test_from_the_zip_another_interpreter_is_probed(single: Path, bare: Path) ->
     assert done.returncode == 4
     assert f"Expected `import torch` to find torch for {bare} (Python " in done.stderr, done.stderr
     assert "but it found none" in done.stderr
+
+
+def _checks(done: subprocess.CompletedProcess[str]) -> dict[str, bool]:
+    return {c["name"]: c["passed"] for c in json.loads(done.stdout)["checks"]}
+
+
+@pytest.mark.e2e
+@pytest.mark.usefixtures("shared_torch_venvs")
+def test_verify_runtime_from_the_file_where_torch_imports(single: Path) -> None:
+    """The torch venv's own Python runs the file: `verify --runtime` compiles Inductor's real path
+    there, eager before apply (the text formatted with the logger filtered), lazy after."""
+    python = torch_venv("2.10.0") / "bin" / "python"
+    assert _run(python, single, "revert").returncode == 0
+    try:
+        eager = _run(python, single, "verify", "--runtime", "--json")
+        assert eager.returncode == 1, eager.stderr
+        assert (
+            _checks(eager)["not_formatted_when_filtered"] is False
+            and _checks(eager)["compiled_result_correct"]
+        )
+        assert _run(python, single, "apply").returncode == 0
+        lazy = _run(python, single, "verify", "--runtime", "--json")
+        assert lazy.returncode == 0 and all(_checks(lazy).values()), lazy.stdout
+        assert "not_formatted_when_filtered" in _checks(lazy)
+    finally:
+        assert _run(python, single, "revert").returncode == 0
+
+
+@pytest.mark.e2e
+def test_diagnose_from_the_file_finds_py_spy_as_the_tool_does(single: Path, tmp_path: Path) -> None:
+    """A process that imported torch, read by the file run with the torch venv's Python: no py-spy
+    beside that Python nor on PATH is exit 4 naming the command that installs it; py-spy on PATH is
+    found and the process judged."""
+    from patcher.diagnose import stacks
+
+    python = torch_venv("2.10.0") / "bin" / "python"
+    process = subprocess.Popen(
+        [str(python), "-c", "import torch, time; print('up', flush=True); time.sleep(120)", "pyz-diagnose"],
+        stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None and process.stdout.readline() == "up\n"
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+        done = subprocess.run(
+            [str(python), str(single), "diagnose", str(process.pid)],
+            capture_output=True, text=True, env=env, cwd="/", timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 4 and f"{python} -m pip install 'py-spy>=0.4'" in done.stderr, done.stderr
+        (tmp_path / "bin").mkdir()
+        (tmp_path / "bin" / "py-spy").symlink_to(stacks.find())
+        env["PATH"] = f"{tmp_path / 'bin'}:/usr/bin:/bin"
+        done = subprocess.run(
+            [str(python), str(single), "diagnose", str(process.pid), "--json"],
+            capture_output=True, text=True, env=env, cwd="/", timeout=120, check=False,
+        )  # fmt: skip
+        (entry,) = json.loads(done.stdout)["processes"]
+        assert entry["pid"] == process.pid and done.returncode in (0, 1), done.stderr
+        assert entry["torch_dir"] == str(
+            next((python.parent.parent / "lib").glob("python3*/site-packages/torch"))
+        )
+    finally:
+        process.kill()
+        process.wait(timeout=30)

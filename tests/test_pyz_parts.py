@@ -92,3 +92,26 @@ def test_without_click_a_line_only_click_parses_says_so(
     assert "Expected click to parse `verify --runtime" in text and "install the torch-lazylog wheel" in text
     if as_json:
         assert json.loads(out)["command"] == "verify" and err == ""
+
+
+@pytest.mark.parametrize(
+    ("files", "why"),
+    [
+        (["click-8.dist-info/METADATA", "click-8.dist-info/licenses/LICENSE.txt"], "not installed as files"),
+        (["click/__init__.py", "click-8.dist-info/METADATA"], "has no license file"),
+    ],
+    ids=["no-package-files", "no-license"],
+)
+def test_the_build_refuses_a_click_it_cannot_copy_with_its_license(
+    files: list[str], why: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from importlib import metadata
+    from types import SimpleNamespace
+
+    from patcher.cli import pyz
+
+    found = SimpleNamespace(files=[metadata.PackagePath(f) for f in files])
+    monkeypatch.setattr(metadata, "distribution", lambda name: found)
+    with pytest.raises(SystemExit, match=why):
+        pyz._vendor("click", tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before copying anything

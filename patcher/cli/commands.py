@@ -78,7 +78,7 @@ def caught(
     except LazylogError as exc:
         if verbose:
             _traceback()
-        error = error_report(command, exc.code, exc.message, exc.state, exc.details)
+        error = error_report(command, exc.code, _said(exc), exc.state, exc.details)
         error = error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff)
         finish(error, as_json, extra)
     except Interrupted as exc:
@@ -99,6 +99,21 @@ def caught(
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
         finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json, extra)
+
+
+def _said(exc: LazylogError) -> str:
+    """The error's sentence; from the single file, a missing libcst names the directory to mount."""
+    from patcher.cli import bundle
+
+    what = exc.details.get("missing_for")
+    if exc.details.get("missing") != "libcst" or what is None or not bundle.in_zip():
+        return exc.message
+    import platform
+
+    from patcher.core.messages import missing_libcst_dir
+
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return missing_libcst_dir(what, minor, platform.machine(), bundle.libs_dir(sys.argv[0]))
 
 
 def error_report(

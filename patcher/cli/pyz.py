@@ -1,8 +1,11 @@
-"""Build the single file: `python3 -m patcher.cli.pyz` (from a checkout) writes dist/torch-lazylog.pyz.
+"""Build the single file: `python3 -m patcher.pyz` (from a checkout) writes dist/torch-lazylog.pyz.
 
-A zipapp of the tool's own modules and patch definitions, nothing else: any Python 3.10+ runs it as
-it is (`python torch-lazylog.pyz verify`), with nothing installed. Plain apply, verify and revert
-lines on known releases need neither click nor libcst; what does says so (exit 4).
+A zipapp of the tool's own modules, its patch definitions and click (pure Python, copied from the
+build environment's installed click, with its license): any Python 3.10+ runs the whole command line
+(`python torch-lazylog.pyz --help`) with nothing installed. libcst, whose parser is native code, cannot
+load from a zip: a graph.py that is not a known release's bytes takes a libcst directory beside the
+file (patcher.cli.zipmain), or the file says what to mount. Its `__main__` is patcher/cli/zipmain.py, which
+an older Python can still run to say, in one sentence, that it is too old.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import shutil
 import sys
 import tempfile
 import zipapp
+from importlib import metadata
 from pathlib import Path
 
 NAME = "torch-lazylog.pyz"
@@ -37,10 +41,29 @@ def build(out: Path) -> Path:
         root = Path(stage)
         (root / "patcher" / "patches").mkdir(parents=True)
         _stage(root)
-        zipapp.create_archive(
-            root, out, interpreter="/usr/bin/env python3", main="patcher.cli.entry:main", compressed=True
-        )
+        shutil.copyfile(Path(__file__).resolve().parent / "zipmain.py", root / "__main__.py")
+        _vendor("click", root)
+        zipapp.create_archive(root, out, interpreter="/usr/bin/env python3", compressed=True)
     return out
+
+
+def _vendor(name: str, into: Path) -> None:
+    """An installed pure-Python distribution's package and its dist-info's METADATA and license files
+    (so `importlib.metadata` finds it inside the zip, and the license travels with the code)."""
+    dist = metadata.distribution(name)
+    files = [f for f in dist.files or () if "__pycache__" not in f.parts and not f.name.endswith(".pyc")]
+    wanted = [
+        f for f in files
+        if f.parts[0] == name or (f.parts[0].endswith(".dist-info") and (f.name == "METADATA" or "licenses" in f.parts or f.name.startswith(("LICENSE", "COPYING"))))
+    ]  # fmt: skip
+    if not any(f.parts[0] == name for f in wanted):
+        raise SystemExit(f"the build environment's {name} is not installed as files pyz can copy")
+    if not any(f.parts[0].endswith(".dist-info") and "LICENSE" in f.name.upper() for f in wanted):
+        raise SystemExit(f"the build environment's {name} has no license file to ship with it")
+    for file in wanted:
+        target = into / Path(*file.parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(Path(str(file.locate())), target)
 
 
 def main(argv: list[str]) -> int:

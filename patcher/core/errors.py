@@ -85,3 +85,11 @@ def missing_dependency(module: str, what: str) -> str:
         "known releases). Nothing was written; install the torch-lazylog wheel, which brings click and "
         f"libcst, and run torch-lazylog from it"
     )
+
+
+def missing(module: str, what: str) -> LazylogError:
+    """A dependency that is not there: the error names it, so the command line can say what to mount."""
+    error = environment(missing_dependency(module, what))
+    error.details["missing"] = module
+    error.details["missing_for"] = what
+    return error

@@ -16,12 +16,12 @@ from typing import NamedTuple
 
 try:
     import libcst as cst
-except ModuleNotFoundError as exc:  # the single-file build, or an install without its dependencies
-    from patcher.core.errors import environment, missing_dependency
+except ImportError as exc:  # the single-file build, an install without its dependencies, or a
+    # libcst directory built for another Python (its native parser does not load); the command line
+    # says what to mount when it runs from the single file (patcher.cli.commands)
+    from patcher.core.errors import missing
 
-    raise environment(
-        missing_dependency("libcst", "read a graph.py that is not a known release's bytes")
-    ) from exc
+    raise missing("libcst", "read a graph.py that is not a known release's bytes") from exc
 
 from patcher.core.canonical import Uncovered, canonical, digest
 from patcher.core.edits import line_edit

@@ -172,7 +172,8 @@ def unwritable(path: Path) -> str | None:
     if os.statvfs(path).f_flag & os.ST_RDONLY:
         return (
             "it is on a read-only filesystem; run torch-lazylog where that filesystem is writable "
-            "(in a Dockerfile: a RUN step of the image build)"
+            "(in a Dockerfile: a RUN step of the image build; at container start: a container whose root "
+            "filesystem is not read-only)"
         )
     if not st.st_mode & 0o200:  # root could write it anyway: an image that made torch read-only meant it
         return (

@@ -1,0 +1,73 @@
+"""The single file's `__main__`: what runs first in torch-lazylog.pyz, on whatever Python runs it.
+
+It must parse and run on a Python older than the tool supports (Debian bullseye's 3.9, images on
+torch 2.4 to 2.8 have it): no syntax and no import of 3.10 here, so such a Python gets one sentence and
+exit 4 instead of a traceback from the first module that uses 3.10. On 3.10+ it puts the directory of
+libcst built for this Python (`pip install --target`) on the path when there is one, then hands over to
+patcher.cli.entry. libcst's parser is native code and cannot load from inside a zip: that directory is how
+the single file reads a graph.py that is not a known release's bytes.
+"""
+
+import json
+import os
+import sys
+
+ENVIRONMENT = 4  # patcher.core.errors.ExitCode.ENVIRONMENT, which this module may not import
+
+
+def too_old(version: str, executable: str, torch_dir: str) -> str:
+    where = torch_dir or "DIR/torch"
+    return (
+        f"Expected Python 3.10 or newer to run torch-lazylog.pyz, but this is Python {version} "
+        f"({executable or 'python'}); nothing was written: run the file with a Python 3.10 or newer over "
+        f"this image's files instead (in a build stage or on the host, e.g. `python3.10 torch-lazylog.pyz "
+        f"apply --torch-dir {where}`, which leaves this Python's bytecode to be rebuilt from the source)."
+    )
+
+
+def _torch_dir() -> str:
+    """Where this Python's `import torch` would come from, without importing it."""
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return ""
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return str(locations[0]) if locations else ""
+
+
+def _refuse_old() -> None:
+    version = ".".join(str(part) for part in sys.version_info[:3])
+    text = too_old(version, sys.executable, _torch_dir())
+    if "--json" in sys.argv[1:]:
+        words = [w for w in sys.argv[1:] if not w.startswith("-")]
+        report = {
+            "command": words[0] if words else "torch-lazylog",
+            "state": "unknown",
+            "changed": False,
+            "exit_code": ENVIRONMENT,
+            "message": text,
+            "next": None,
+        }
+        sys.stdout.write(json.dumps(report, indent=2) + "\n")
+    else:
+        sys.stderr.write(f"torch-lazylog: error: {text}\n")
+    sys.exit(ENVIRONMENT)
+
+
+def main() -> None:
+    if sys.version_info < (3, 10):  # noqa: UP036 -- the one place that runs on an older Python
+        _refuse_old()
+    from patcher.cli.bundle import libs_dir
+
+    libs = libs_dir(sys.argv[0])
+    if os.path.isdir(libs):
+        sys.path.append(libs)  # last: the zip's own modules and the image's packages come first
+    from patcher.cli.entry import main as entry
+
+    entry()
+
+
+if __name__ == "__main__":  # pragma: no cover -- runs as the zip's copy, __main__.py
+    main()

@@ -1,0 +1,109 @@
+"""The single file's `__main__` (patcher/cli/zipmain.py) in this process, where coverage sees it: the
+sentence for an older Python (as bullseye's 3.9 gets it, tests/test_pyz_old_python.py), where the
+libcst directory is found, and the sentence for a libcst missing from the zip's directory."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from patcher.cli import bundle, commands, zipmain
+from patcher.core.errors import ExitCode, LazylogError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_main_module_is_plain_python_3_6_syntax() -> None:
+    """What an old Python parses before it can say anything: no 3.10 syntax (match, `X | Y` at run
+    time need 3.10), no __future__ import that 3.6 lacks, and only stdlib imports that are everywhere."""
+    tree = ast.parse((ROOT / "patcher" / "cli" / "zipmain.py").read_text(), feature_version=(3, 6))
+    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+    assert imported == {"json", "os", "sys", "importlib", "patcher"}
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    assert not [
+        n for n in top if isinstance(n, ast.ImportFrom)
+    ]  # patcher only inside main(), after the check
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_older_python_gets_one_sentence_and_exit_4(
+    as_json: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text("raise SystemExit('imported')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "version_info", (3, 9, 2, "final", 0))
+    monkeypatch.setattr(sys, "argv", ["torch-lazylog.pyz", "apply", *(["--json"] if as_json else [])])
+    with pytest.raises(SystemExit) as exited:
+        zipmain.main()
+    assert exited.value.code == ExitCode.ENVIRONMENT == zipmain.ENVIRONMENT
+    out, err = capsys.readouterr()
+    text = json.loads(out)["message"] if as_json else err
+    assert "but this is Python 3.9.2 (" in text and f"apply --torch-dir {tmp_path / 'torch'}`" in text
+    if as_json:
+        assert (json.loads(out)["command"], json.loads(out)["exit_code"], err) == ("apply", 4, "")
+    else:
+        assert (
+            out == ""
+            and err.startswith("torch-lazylog: error: Expected Python 3.10")
+            and err.count("\n") == 1
+        )
+
+
+def test_without_a_torch_the_sentence_names_the_directory_to_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch", None)  # an import that is blocked: no torch to name
+    assert zipmain._torch_dir() == ""
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # no __spec__: find_spec raises
+    assert zipmain._torch_dir() == ""
+    assert "apply --torch-dir DIR/torch`" in zipmain.too_old("3.9.2", "/usr/bin/python3", "")
+
+
+def test_the_libcst_directory_is_beside_the_file_or_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    assert bundle.libs_dir("/mnt/x/torch-lazylog.pyz") == "/mnt/x/torch-lazylog-libs"
+    monkeypatch.setenv(bundle.LIBS_VARIABLE, "/opt/libs")
+    assert bundle.libs_dir("/mnt/x/torch-lazylog.pyz") == "/opt/libs"
+    assert not bundle.in_zip()  # this checkout's modules are files
+
+
+def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    called = []
+    monkeypatch.setattr("patcher.cli.entry.main", lambda: called.append(list(sys.path)))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "torch-lazylog.pyz"), "verify"])
+    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    zipmain.main()
+    assert called and str(tmp_path / bundle.LIBS_NAME) not in called[0]
+    (tmp_path / bundle.LIBS_NAME).mkdir()
+    zipmain.main()
+    assert called[1][-1] == str(tmp_path / bundle.LIBS_NAME) and called[1][:-1] == called[0]
+
+
+def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("libcst", "patcher.core.transform", "patcher.core.canonical"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "libcst", None)
+    monkeypatch.setattr(sys, "argv", ["/mnt/torch-lazylog/torch-lazylog.pyz", "apply"])
+    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    with pytest.raises(LazylogError) as raised:
+        importlib.import_module("patcher.core.transform")
+    assert raised.value.code == ExitCode.ENVIRONMENT
+    assert raised.value.details["missing"] == "libcst"
+    # installed, the sentence is the wheel's; from the zip, the command line names the directory to mount
+    assert "install the torch-lazylog wheel" in commands._said(raised.value)
+    monkeypatch.setattr(bundle, "in_zip", lambda: True)
+    said = commands._said(raised.value)
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    assert f"found none for this Python ({minor} on " in said
+    assert "in /mnt/torch-lazylog/torch-lazylog-libs. Nothing was written" in said
+    monkeypatch.delitem(sys.modules, "libcst")
+    monkeypatch.delitem(sys.modules, "patcher.core.transform", raising=False)
