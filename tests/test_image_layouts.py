@@ -70,12 +70,19 @@ def _step_context(kind: str, destination: Path, earlier: bool = False) -> tuple[
 
 
 def _step(
-    kind: str, base: str, name: str, work: Path, earlier: bool = False, args: tuple[str, ...] = ()
+    kind: str,
+    base: str,
+    name: str,
+    work: Path,
+    earlier: bool = False,
+    args: tuple[str, ...] = (),
+    cache: bool = False,
 ) -> tuple[str, str]:
-    """The step's image on `base` and its build log."""
+    """The step's image on `base` and its build log. With `cache`, the engine may reuse an earlier
+    run's build of the same inputs: only for an image whose build log is not what is tested."""
     context, dockerfile = _step_context(kind, work, earlier)
     tag = _tag(name)
-    return tag, one_step._build(context, tag, base, dockerfile, args=args)
+    return tag, one_step._build(context, tag, base, dockerfile, cache=cache, args=args)
 
 
 def assert_users_see_the_base(base: str, image: str, tool: bool = True) -> None:
@@ -104,7 +111,7 @@ def test_the_step_built_again_over_its_own_output(kind: str, tmp_path: Path) -> 
     """The step over an image an earlier version of the tool made: the tool replaced whole, the link
     replaced, torch already lazy (nothing to do), the footprint of one step."""
     base, layout = _base(one_step.ROCM.base), one_step.ROCM
-    once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True)
+    once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True, cache=True)
     twice, log = _step(kind, once, f"twice-{kind}", tmp_path / "twice")
     find = f"find {one_step.TOOL_DIR} -name '{EARLIER}*'"
     assert one_step._sh(once, find).stdout.strip(), "the first image lacks the earlier tool's module"
@@ -152,7 +159,9 @@ def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_reco
 ) -> None:
     base = _base(layout.base)
     args = tuple(layout.build_args())
-    once, _ = _step("Dockerfile.rocm", base, f"reinstall-once-{layout.name}", tmp_path / "once", args=args)
+    once, _ = _step(
+        "Dockerfile.rocm", base, f"reinstall-once-{layout.name}", tmp_path / "once", args=args, cache=True
+    )
     context = tmp_path / "reinstall"
     context.mkdir()
     (context / "Dockerfile").write_text(_reinstall_dockerfile(layout, base))
@@ -165,7 +174,9 @@ def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_reco
     assert "formats the implicit-fallback log eagerly" in output and "lazily" not in output, output
     assert one_step._sh(reinstalled, UNDO_RECORDS).stdout == ""
     pristine = one_step._sh(reinstalled, f"sha256sum {layout.graph} {layout.record}")
-    assert pristine.stdout == one_step._sh(base, f"sha256sum {layout.graph} {layout.record}").stdout
+    # graph.py is torch's own again (RECORD is the installer's new one: its rows may differ)
+    graph = f"sha256sum {layout.graph}"
+    assert one_step._sh(reinstalled, graph).stdout == one_step._sh(base, graph).stdout != ""
     again, log = _step("Dockerfile.rocm", reinstalled, f"again-{layout.name}", tmp_path / "again", args=args)
     assert "Patched graph.py" in log, log[-3000:]
     code, output = _run(again, "torch-lazylog", "verify")
@@ -184,7 +195,7 @@ def _documented_build(name: str, base: str, work: Path, args: tuple[str, ...] = 
     context = images.snippet_context(work / "context")
     (context / "Dockerfile").write_text(images.documented_dockerfile(name))
     tag = _tag(name)
-    return tag, one_step._build(context, tag, base, "Dockerfile", args=args)
+    return tag, one_step._build(context, tag, base, "Dockerfile", cache=True, args=args)
 
 
 def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Path) -> None:
@@ -206,10 +217,12 @@ def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Pa
 
 def test_a_builder_stages_venv_copied_into_the_runtime_stage_verifies_lazy(tmp_path: Path) -> None:
     builder, runtime = _base(one_step.ROCM.base), _base(images.runtime_base)
-    image, log = _documented_build(
+    # The block's own check in the runtime stage fails the build unless the copy is lazy; the engine
+    # may reuse an earlier run's build of the same inputs (the copy is the venv's 7 GB), so the file
+    # checks the image again here.
+    image, _ = _documented_build(
         "image-layout-multi-stage", builder, tmp_path, ("--build-arg", f"RUNTIME_IMAGE={runtime}")
     )
-    assert log.count("formats the implicit-fallback log lazily") == 2, log[-3000:]  # builder, runtime
     single = tmp_path / "single" / pyz.NAME
     single.parent.mkdir()
     pyz.build(single)
