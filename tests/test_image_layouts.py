@@ -23,8 +23,17 @@ from tests.conftest import need
 
 pytestmark = pytest.mark.image
 
-# A module only an earlier version of the tool has: a step over its image must not leave it behind.
+# A module and a dependency only an earlier version of the tool has: a step over its image must not
+# leave them behind.
 EARLIER = "_an_earlier_version_only.py"
+EARLIER_DEPENDENCY = "an_earlier_dependency-1.0.dist-info"
+# The earlier version's image also holds, in the tool's environment, a dependency the tool no longer
+# needs (installed by its own metadata then; written here as the installer leaves one).
+_EARLIER_DEPENDENCY = (
+    f'RUN site=$(echo {one_step.TOOL_DIR}/lib/python3*/site-packages) && mkdir "$site/{EARLIER_DEPENDENCY}"'
+    f" && printf 'Metadata-Version: 2.1\\nName: an-earlier-dependency\\nVersion: 1.0\\n'"
+    f' > "$site/{EARLIER_DEPENDENCY}/METADATA"\n'
+)
 LINK = "/usr/local/bin/torch-lazylog"
 SCRIPT = f"{one_step.TOOL_DIR}/bin/torch-lazylog"
 UNDO_RECORDS = "find / -xdev -name torch_lazylog.json"
@@ -60,12 +69,17 @@ def _earlier_tool(destination: Path) -> Path:
 def _step_context(kind: str, destination: Path, earlier: bool = False) -> tuple[Path, str]:
     """The context and Dockerfile of one step: Dockerfile.rocm's, or the README's snippet's."""
     source = _earlier_tool(destination / "source") if earlier else images.tool_context(destination / "source")
+    extra = _EARLIER_DEPENDENCY if earlier else ""
     if kind == "Dockerfile.rocm":
+        dockerfile = source / "Dockerfile.rocm"
+        dockerfile.write_text(dockerfile.read_text() + extra)
         return source, "Dockerfile.rocm"
     context = destination / "snippet"
     (context / "dist").mkdir(parents=True)
     realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(context / "dist"), str(source)], "setuptools")
-    (context / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{images.readme_snippet()}")
+    (context / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{images.readme_snippet()}{extra}"
+    )
     return context, "Dockerfile"
 
 
@@ -113,8 +127,8 @@ def test_the_step_built_again_over_its_own_output(kind: str, tmp_path: Path) -> 
     base, layout = _base(one_step.ROCM.base), one_step.ROCM
     once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True, cache=True)
     twice, log = _step(kind, once, f"twice-{kind}", tmp_path / "twice")
-    find = f"find {one_step.TOOL_DIR} -name '{EARLIER}*'"
-    assert one_step._sh(once, find).stdout.strip(), "the first image lacks the earlier tool's module"
+    find = f"find {one_step.TOOL_DIR} -name '{EARLIER}*' -o -name '{EARLIER_DEPENDENCY}'"
+    assert len(one_step._sh(once, find).stdout.split()) == 2, "the first image lacks the earlier tool"
     assert one_step._sh(twice, find).stdout == "", "the earlier tool's files stayed beside the new one's"
     assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
     code, output = _run(twice, "torch-lazylog", "verify")
