@@ -485,3 +485,70 @@ def snippet_context(destination: Path) -> Path:
     realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(ROOT)], "setuptools")
     (destination / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
     return destination
+
+
+# Issue 27: the step where people put it (docs/image-layouts.md), on stand-ins over the ones above.
+
+STEP_LINE = '# The step: the README\'s "In a Dockerfile" block.'
+NON_ROOT_USER = "app"
+
+
+def documented_dockerfile(name: str) -> str:
+    """The ```dockerfile block between `<!-- name -->` and `<!-- /name -->` in README.md or a page of
+    docs/, the README's step in place of its STEP_LINE."""
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = page.read_text()
+        start = text.find(f"<!-- {name} -->")
+        if start < 0:
+            continue
+        section = text[start : text.index(f"<!-- /{name} -->", start)]
+        match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
+        assert match, f"the {name} block of {page.name} has no Dockerfile"
+        return match[1].replace(STEP_LINE + "\n", readme_snippet())
+    raise AssertionError(f"no <!-- {name} --> block in README.md or docs/")
+
+
+def _image_id(tag: str) -> str:
+    done = docker("image", "inspect", "--format", "{{.Id}}", tag, timeout=60)
+    _check(done, f"inspect {tag}")
+    return done.stdout.strip().removeprefix("sha256:")[:12]
+
+
+def non_root_base() -> str:
+    """The rocm-venv stand-in ending as many published images do: a user of its own, last `USER app`."""
+    base = rocm_base()
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-user-{NON_ROOT_USER}-{_image_id(base)}"
+
+    def make(context: Path) -> None:
+        (context / "Dockerfile").write_text(
+            f"FROM {base}\nRUN useradd --create-home {NON_ROOT_USER}\n"
+            f"USER {NON_ROOT_USER}\nWORKDIR /home/{NON_ROOT_USER}\n"
+        )
+
+    return _built(tag, f"image-{ROCM_TORCH}-user-{NON_ROOT_USER}", make)
+
+
+def runtime_base() -> str:
+    """A runtime stage's base for a builder on the rocm-venv stand-in: the same root and Python, no
+    /opt/venv (the builder's is copied in)."""
+    base = rocm_base()
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-runtime-{_image_id(base)}"
+
+    def make(context: Path) -> None:
+        (context / "Dockerfile").write_text(f"FROM {base}\nRUN rm -rf /opt/venv\n")
+
+    return _built(tag, f"image-{ROCM_TORCH}-runtime", make)
+
+
+def build_with_wheels(
+    context: Path, tag: str, args: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
+    """`docker build` (BuildKit) of a context whose Dockerfile reaches the wheel cache as the URL in
+    its WHEELS build arg, served on loopback for the build."""
+    wheels = realdata.CACHE / "linux-wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    with _served(wheels) as url:
+        return docker(
+            "build", "--network=host", "--progress=plain", "--build-arg", f"WHEELS={url}", *args,
+            "-t", tag, str(context), env=BUILDKIT,
+        )  # fmt: skip

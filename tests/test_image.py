@@ -25,7 +25,7 @@ from tests.conftest import need
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCH_STEP = (
-    "RUN ln -s /opt/torch-lazylog/bin/torch-lazylog /usr/local/bin/torch-lazylog"
+    "RUN ln -sf /opt/torch-lazylog/bin/torch-lazylog /usr/local/bin/torch-lazylog"
     " && torch-lazylog apply && torch-lazylog verify"
 )
 DEFAULT_PYTHON = "/opt/venv/bin/python"
@@ -285,13 +285,16 @@ def _readme_footprint() -> list[str]:
 
 
 def test_the_step_changes_exactly_what_the_readme_lists(stepped: Built) -> None:
+    assert_footprint(stepped.base, stepped.image)
+
+
+def assert_footprint(base: str, image: str) -> None:
+    """`image` differs from `base` in exactly the paths the README's footprint list names."""
     listed = _readme_footprint()
     assert f"{TOOL_DIR}/" in listed and "TORCH_LAZYLOG_PYTHON" in listed, listed
-    (site,) = {
-        p.rsplit("/torch/", 1)[0] for p in _tree(stepped.base) if p.endswith("/torch/_inductor/graph.py")
-    }
+    (site,) = {p.rsplit("/torch/", 1)[0] for p in _tree(base) if p.endswith("/torch/_inductor/graph.py")}
     patterns = [p.rstrip("/") if p.startswith("/") else f"{site}/{p}" for p in listed if "/" in p]
-    before, after = _tree(stepped.base), _tree(stepped.image)
+    before, after = _tree(base), _tree(image)
     changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
     outside = [p for p in changed if p not in _RUNTIME and not p.startswith(f"{TOOL_DIR}/")]
     assert [p for p in outside if not any(fnmatch.fnmatch(p, pattern) for pattern in patterns)] == []

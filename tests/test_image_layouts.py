@@ -1,0 +1,253 @@
+"""The image step where people put it (issue 27, docs/image-layouts.md), built by a real Docker engine
+on the stand-ins of tests/images.py: over its own output (the same step again, from another version
+of the tool), after torch was reinstalled over it (pip, uv), on a base whose last `USER` is not root,
+and in a builder stage whose /opt/venv is copied into a runtime stage. Each image is also judged by
+what its users run: `python3 -c 'import torch'` loads the same torch as the base, and every name on
+PATH resolves as in the base (but `torch-lazylog`, where the tool is kept).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from patcher.cli import pyz
+from tests import images, realdata
+from tests import test_image as one_step
+from tests.conftest import need
+
+pytestmark = pytest.mark.image
+
+# A module and a dependency only an earlier version of the tool has: a step over its image must not
+# leave them behind.
+EARLIER = "_an_earlier_version_only.py"
+EARLIER_DEPENDENCY = "an_earlier_dependency-1.0.dist-info"
+# The earlier version's image also holds, in the tool's environment, a dependency the tool no longer
+# needs (installed by its own metadata then; written here as the installer leaves one).
+_EARLIER_DEPENDENCY = (
+    f'RUN site=$(echo {one_step.TOOL_DIR}/lib/python3*/site-packages) && mkdir "$site/{EARLIER_DEPENDENCY}"'
+    f" && printf 'Metadata-Version: 2.1\\nName: an-earlier-dependency\\nVersion: 1.0\\n'"
+    f' > "$site/{EARLIER_DEPENDENCY}/METADATA"\n'
+)
+LINK = "/usr/local/bin/torch-lazylog"
+SCRIPT = f"{one_step.TOOL_DIR}/bin/torch-lazylog"
+UNDO_RECORDS = "find / -xdev -name torch_lazylog.json"
+_MADE: list[str] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_the_built_images() -> Iterator[None]:
+    yield
+    for tag in reversed(_MADE):
+        images.docker("image", "rm", "-f", tag)
+
+
+def _tag(name: str) -> str:
+    tag = f"torch-lazylog-test:layouts-{name}-{os.getpid()}"
+    _MADE.append(tag)
+    return tag
+
+
+def _base(make: Callable[[], str]) -> str:
+    tag = need(make)
+    assert isinstance(tag, str)
+    return tag
+
+
+def _earlier_tool(destination: Path) -> Path:
+    """The tool's source with a module of its own: another version of the tool."""
+    context = images.tool_context(destination)
+    (context / "patcher" / EARLIER).write_text('"""Only in an earlier version of torch-lazylog."""\n')
+    return context
+
+
+def _step_context(kind: str, destination: Path, earlier: bool = False) -> tuple[Path, str]:
+    """The context and Dockerfile of one step: Dockerfile.rocm's, or the README's snippet's."""
+    source = _earlier_tool(destination / "source") if earlier else images.tool_context(destination / "source")
+    extra = _EARLIER_DEPENDENCY if earlier else ""
+    if kind == "Dockerfile.rocm":
+        dockerfile = source / "Dockerfile.rocm"
+        dockerfile.write_text(dockerfile.read_text() + extra)
+        return source, "Dockerfile.rocm"
+    context = destination / "snippet"
+    (context / "dist").mkdir(parents=True)
+    realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(context / "dist"), str(source)], "setuptools")
+    (context / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{images.readme_snippet()}{extra}"
+    )
+    return context, "Dockerfile"
+
+
+def _step(
+    kind: str,
+    base: str,
+    name: str,
+    work: Path,
+    earlier: bool = False,
+    args: tuple[str, ...] = (),
+    cache: bool = False,
+) -> tuple[str, str]:
+    """The step's image on `base` and its build log. With `cache`, the engine may reuse an earlier
+    run's build of the same inputs: only for an image whose build log is not what is tested."""
+    context, dockerfile = _step_context(kind, work, earlier)
+    tag = _tag(name)
+    return tag, one_step._build(context, tag, base, dockerfile, cache=cache, args=args)
+
+
+def assert_users_see_the_base(base: str, image: str, tool: bool = True) -> None:
+    """What the image's users run: every name on PATH as in the base (the tool's link aside, where the
+    tool is kept), and `python3` (and `python`, where the base has it) imports the same torch."""
+    before, after = one_step._commands(base), one_step._commands(image)
+    assert {"python3", "sh"} <= before.keys()
+    assert after == ({**before, "torch-lazylog": f"{LINK} {SCRIPT}"} if tool else before)
+    for name in ["python3"] + (["python"] if "python" in before else []):
+        was, now = (one_step._sh(i, f'{name} -c "{one_step._TORCH}"') for i in (base, image))
+        assert was.returncode == 0 and now.returncode == 0, was.stderr + now.stderr
+        assert now.stdout == was.stdout and images.ROCM_TORCH in now.stdout
+
+
+def _run(image: str, *command: str, user: str | None = None) -> tuple[int, str]:
+    done = images.docker("run", "--rm", *(["--user", user] if user else []), image, *command, timeout=1800)
+    return done.returncode, done.stdout + done.stderr
+
+
+def _hashes(layout: one_step.Layout) -> str:
+    return f"sha256sum {layout.graph} {layout.record} {layout.site}/torch-*.dist-info/torch_lazylog.json"
+
+
+@pytest.mark.parametrize("kind", one_step.KINDS)
+def test_the_step_built_again_over_its_own_output(kind: str, tmp_path: Path) -> None:
+    """The step over an image an earlier version of the tool made: the tool replaced whole, the link
+    replaced, torch already lazy (nothing to do), the footprint of one step."""
+    base, layout = _base(one_step.ROCM.base), one_step.ROCM
+    once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True, cache=True)
+    twice, log = _step(kind, once, f"twice-{kind}", tmp_path / "twice")
+    find = f"find {one_step.TOOL_DIR} -name '{EARLIER}*' -o -name '{EARLIER_DEPENDENCY}'"
+    assert len(one_step._sh(once, find).stdout.split()) == 2, "the first image lacks the earlier tool"
+    assert one_step._sh(twice, find).stdout == "", "the earlier tool's files stayed beside the new one's"
+    assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
+    code, output = _run(twice, "torch-lazylog", "verify")
+    assert code == 0 and "matches its undo record" in output, output
+    hashes = one_step._sh(once, _hashes(layout))
+    assert hashes.returncode == 0 and len(hashes.stdout.splitlines()) == 3, hashes.stderr
+    assert one_step._sh(twice, _hashes(layout)).stdout == hashes.stdout
+    one_step.assert_footprint(base, twice)
+    again = images.image_mb(twice) - images.image_mb(once)
+    assert again <= one_step.MAX_ADDED_MB, f"the step again adds {again:.1f} MB"
+    assert_users_see_the_base(base, twice)
+
+
+# How each layout reinstalls torch (the wheels from the loopback cache of tests/images.py).
+_REINSTALL = {
+    "rocm-venv": "",  # the documented block's own line (pip)
+    "vllm-system": (
+        "ARG WHEELS\nRUN uv pip install --system --break-system-packages --reinstall --no-deps --no-index"
+        f' --find-links "${{WHEELS}}torch-{images.ROCM_TORCH}/" torch=={images.ROCM_TORCH}\n'
+    ),
+}
+
+
+def _reinstall_dockerfile(layout: one_step.Layout, base: str) -> str:
+    """docs/image-layouts.md's derived image up to its step, on `base`: torch reinstalled."""
+    block = images.documented_dockerfile("image-layout-derived")
+    derived = block[: block.index(images.readme_snippet())]
+    if _REINSTALL[layout.name]:
+        lines = [line for line in derived.splitlines(keepends=True) if not line.startswith("RUN ")]
+        derived = "".join(lines) + _REINSTALL[layout.name]
+    else:  # pip reaches the served wheels through its own variables (a build arg is one in RUN)
+        served = f"ARG WHEELS\nARG PIP_NO_INDEX=1\nARG PIP_FIND_LINKS=${{WHEELS}}torch-{images.ROCM_TORCH}/\n"
+        derived = derived.replace("FROM ${BASE_IMAGE}\n", "FROM ${BASE_IMAGE}\n" + served)
+    runs = [line for line in derived.splitlines() if line.startswith("RUN ")]
+    assert derived.count("FROM ${BASE_IMAGE}") == 1 and len(runs) == 1 and "reinstall" in runs[0], derived
+    return derived
+
+
+@pytest.mark.parametrize("layout", one_step.LAYOUTS, ids=[layout.name for layout in one_step.LAYOUTS])
+def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_record(
+    layout: one_step.Layout, tmp_path: Path
+) -> None:
+    base = _base(layout.base)
+    args = tuple(layout.build_args())
+    once, _ = _step(
+        "Dockerfile.rocm", base, f"reinstall-once-{layout.name}", tmp_path / "once", args=args, cache=True
+    )
+    context = tmp_path / "reinstall"
+    context.mkdir()
+    (context / "Dockerfile").write_text(_reinstall_dockerfile(layout, base))
+    reinstalled = _tag(f"reinstalled-{layout.name}")
+    done = images.build_with_wheels(context, reinstalled, ("--build-arg", f"BASE_IMAGE={once}"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    # torch's own files again: verify says eager (exit 1), never lazy; pip and uv took the record away
+    code, output = _run(reinstalled, "torch-lazylog", "verify")
+    assert code == 1, output
+    assert "formats the implicit-fallback log eagerly" in output and "lazily" not in output, output
+    assert one_step._sh(reinstalled, UNDO_RECORDS).stdout == ""
+    pristine = one_step._sh(reinstalled, f"sha256sum {layout.graph} {layout.record}")
+    # graph.py is torch's own again (RECORD is the installer's new one: its rows may differ)
+    graph = f"sha256sum {layout.graph}"
+    assert one_step._sh(reinstalled, graph).stdout == one_step._sh(base, graph).stdout != ""
+    again, log = _step("Dockerfile.rocm", reinstalled, f"again-{layout.name}", tmp_path / "again", args=args)
+    assert "Patched graph.py" in log, log[-3000:]
+    code, output = _run(again, "torch-lazylog", "verify")
+    assert code == 0 and "matches its undo record" in output, output
+    assert len(one_step._sh(again, UNDO_RECORDS).stdout.splitlines()) == 1
+    # the undo record describes the reinstalled torch: revert gives back its bytes
+    reverted = one_step._sh(
+        again, f"torch-lazylog revert >/dev/null && sha256sum {layout.graph} {layout.record}"
+    )
+    assert reverted.returncode == 0 and reverted.stdout == pristine.stdout, reverted.stderr
+    assert_users_see_the_base(base, again)
+
+
+def _documented_build(name: str, base: str, work: Path, args: tuple[str, ...] = ()) -> tuple[str, str]:
+    """docs/image-layouts.md's block `name`, the README's step in it, built on `base`."""
+    context = images.snippet_context(work / "context")
+    (context / "Dockerfile").write_text(images.documented_dockerfile(name))
+    tag = _tag(name)
+    return tag, one_step._build(context, tag, base, "Dockerfile", cache=True, args=args)
+
+
+def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Path) -> None:
+    base = _base(images.non_root_base)
+    image, _ = _documented_build("image-layout-non-root", base, tmp_path)
+    user = images.docker("image", "inspect", "--format", "{{json .Config.User}}", image)
+    assert (
+        json.loads(user.stdout)
+        == images.NON_ROOT_USER
+        == json.loads(images.docker("image", "inspect", "--format", "{{json .Config.User}}", base).stdout)
+    )
+    assert _run(image, "id", "-un") == (0, f"{images.NON_ROOT_USER}\n")
+    code, output = _run(image, "torch-lazylog", "verify")
+    assert code == 0 and "matches its undo record" in output, output
+    code, output = _run(image, "torch-lazylog", "diagnose", "--help")
+    assert code == 0 and "Usage:" in output, output
+    assert_users_see_the_base(base, image)
+
+
+def test_a_builder_stages_venv_copied_into_the_runtime_stage_verifies_lazy(tmp_path: Path) -> None:
+    builder, runtime = _base(one_step.ROCM.base), _base(images.runtime_base)
+    # The block's own check in the runtime stage fails the build unless the copy is lazy; the engine
+    # may reuse an earlier run's build of the same inputs (the copy is the venv's 7 GB), so the file
+    # checks the image again here.
+    image, _ = _documented_build(
+        "image-layout-multi-stage", builder, tmp_path, ("--build-arg", f"RUNTIME_IMAGE={runtime}")
+    )
+    single = tmp_path / "single" / pyz.NAME
+    single.parent.mkdir()
+    pyz.build(single)
+    done = images.docker(
+        "run", "--rm", "-v", f"{single.parent}:/mnt:ro", image, "/opt/venv/bin/python", "-B", f"/mnt/{pyz.NAME}",
+        "verify", timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (
+        "formats the implicit-fallback log lazily" in done.stdout and "matches its undo record" in done.stdout
+    )
+    assert one_step._sh(image, f"ls -d {one_step.TOOL_DIR} {LINK} 2>&1 || true").stdout.count("No such") == 2
+    assert_users_see_the_base(builder, image, tool=False)
+    shutil.rmtree(single.parent)
