@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from patcher import pyz
+from tests import realdata
 from tests.conftest import snapshot
 from tests.helpers import tool
 
@@ -131,3 +132,34 @@ def test_from_the_zip_another_interpreter_is_probed(single: Path, bare: Path) ->
     assert done.returncode == 4
     assert f"Expected `import torch` to find torch for {bare} (Python " in done.stderr, done.stderr
     assert "but it found none" in done.stderr
+
+
+@pytest.mark.parametrize("version", realdata.ADDED_RELEASES)
+def test_an_added_release_round_trips_without_libcst(
+    version: str, single: Path, bare: Path, release: Callable[[str], Path]
+) -> None:
+    """Each release the index sweep added is known by its bytes: the single file, with no libcst,
+    patches it (or knows it lazy), verifies it and reverts it byte for byte (content, mode, mtime)."""
+    torch_dir = release(version)
+    before = snapshot(torch_dir.parent)
+    eager = version in realdata.EAGER_RELEASES
+
+    def verify() -> tuple[int, str, str | None]:
+        done = _run(bare, single, "verify", "--torch-dir", str(torch_dir), "--json")
+        report = json.loads(done.stdout)
+        return done.returncode, report["state"], report["release"]
+
+    assert verify() == ((1, "pristine", version) if eager else (0, "ships-lazy", version))
+    applied = _run(bare, single, "apply", "--torch-dir", str(torch_dir))
+    assert applied.returncode == 0, applied.stderr
+    graph = (torch_dir / "_inductor" / "graph.py").read_bytes()
+    original = before["torch/_inductor/graph.py"][0]
+    eager_arg, lazy_arg = (
+        b"error.operator_str(target, args, kwargs),",
+        b"LazyString(error.operator_str, target, args, kwargs),",
+    )
+    assert graph == (original.replace(eager_arg, lazy_arg) if eager else original)
+    assert verify() == ((0, "patched", version) if eager else (0, "ships-lazy", version))
+    reverted = _run(bare, single, "revert", "--torch-dir", str(torch_dir))
+    assert reverted.returncode == 0, reverted.stderr
+    assert snapshot(torch_dir.parent) == before
