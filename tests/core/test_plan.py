@@ -124,8 +124,8 @@ def expected(name: str, index: int, command: str) -> list[plan.Step]:
         ("ships-lazy", 1, "revert"): [],
         ("record-only", 0, "apply"): [undo(undone, undone), *apply_pristine[1:]],
         ("record-only", 0, "revert"): [gone(undone)],
-        ("revert-interrupted", 0, "apply"): [  # RECORD already names the patched bytes: no RECORD change
-            undo(undo_of(SOURCE, GRAPH_STAT, None), undone),
+        ("revert-interrupted", 0, "apply"): [  # RECORD already as apply leaves it: its part is kept
+            undo(undone, undone),
             graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
         ],
         ("revert-interrupted", 0, "revert"): [
@@ -460,3 +460,29 @@ def test_revert_never_restores_a_record_that_would_keep_an_undo_row_in_another_s
     before = _abs_record(SOURCE, f"{world.SITE}/{world.UNDO_ROW},,")
     write = _record_write(_plan(spec, _reverting(before), "revert"))
     assert write.data == _abs_record(SOURCE) and write.mtime_ns is None
+
+
+def test_apply_after_an_interrupted_revert_then_revert_restores_record_byte_for_byte(
+    spec: PatchSpec,
+) -> None:
+    """A revert stopped after graph.py and before RECORD, then apply, then revert: graph.py and
+    RECORD come back as before the first apply, bytes, mode and mtime, as from every other state."""
+    _, rec, undone = world.applied()
+    pristine_rec = world.record_of(SOURCE)
+    stopped = world.snap(SOURCE, rec, undone, record_stat=AFTER_RECORD_STAT)
+    applied = _plan(spec, stopped, "apply")
+    written = {s.path: s.data for s in applied.steps if isinstance(s, fsio.Write)}
+    assert set(written) == {UNDO, GRAPH}  # RECORD already as apply leaves it
+    again = world.snap(
+        written[GRAPH],
+        rec,
+        written[UNDO],
+        stat=FileStat(0o644, 1001, 1002, NOW),
+        record_stat=AFTER_RECORD_STAT,
+    )
+    reverted = _plan(spec, again, "revert")
+    assert list(reverted.steps) == [
+        graph(SOURCE, GRAPH_STAT, GRAPH_STAT.mtime_ns, PATCHED),
+        record(pristine_rec, rec, RECORD_STAT.mode, RECORD_STAT.mtime_ns),
+        gone(written[UNDO]),
+    ]
