@@ -224,7 +224,7 @@ def _undo_owner(snap: Snapshot) -> tuple[int, int, int]:
 def _kept_record(snap: Snapshot, end: End, trusted: bool) -> FileChange | None:
     """A new undo record over a RECORD already as apply leaves it (a revert stopped before RECORD)
     keeps the trusted record's RECORD part, so revert still restores RECORD byte for byte."""
-    if not (trusted and end.undo_changed and end.undo is not None and snap.undo and snap.undo.record):
+    kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
+    if kept is None or snap.record is None:
         return None
-    kept = snap.undo.record
-    return kept if snap.record is not None and sha256(snap.record) == kept.after.sha256 else None
+    return kept if sha256(snap.record) == kept.after.sha256 else None

@@ -486,3 +486,24 @@ def test_apply_after_an_interrupted_revert_then_revert_restores_record_byte_for_
         record(pristine_rec, rec, RECORD_STAT.mode, RECORD_STAT.mtime_ns),
         gone(written[UNDO]),
     ]
+
+
+def test_apply_beside_an_untrusted_record_keeps_none_of_its_record_claims(spec: PatchSpec) -> None:
+    """RECORD already as apply leaves it, beside an undo record that does not describe graph.py:
+    the new undo record has no RECORD part (nothing of the untrusted one is believed)."""
+    _, rec, undone = world.applied()
+    forged = world.forged(undone, PATCHED, SOURCE)
+    planned = _plan(spec, world.snap(SOURCE, rec, forged), "apply")
+    assert list(planned.steps) == [
+        undo(undo_of(SOURCE, GRAPH_STAT, None), forged),
+        graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
+    ]
+
+
+def test_apply_over_a_record_of_another_record_keeps_no_record_part(spec: PatchSpec) -> None:
+    """A revert stopped before RECORD, whose RECORD was then changed by hand (a row added): the
+    undo record's RECORD part no longer describes RECORD, so it is not kept."""
+    _, rec, undone = world.applied()
+    grown = rec + b"torch/extra.py,,\r\n"
+    planned = _plan(spec, world.snap(SOURCE, grown, undone), "apply")
+    assert planned.steps[0] == undo(undo_of(SOURCE, GRAPH_STAT, None), undone)
