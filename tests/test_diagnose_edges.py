@@ -67,7 +67,7 @@ def _as_root(prefix: list[str], pid: int) -> dict[str, Any]:
     if shutil.which(prefix[0]) is None:
         pytest.fail(f"{prefix[0]} (util-linux) is not installed")
     done = subprocess.run(
-        [*prefix, sys.executable, "-m", "patcher", "diagnose", str(pid), "--json"],
+        [*prefix, sys.executable, "-m", "patcher", "diagnose", *([str(pid)] if pid else []), "--json"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
     import json
@@ -85,6 +85,14 @@ def test_a_process_even_root_may_not_read_names_the_namespace_not_rights() -> No
     assert "even to root with CAP_SYS_PTRACE" in message and "namespace" in message, message
     assert "security module" in message and "Yama" in message
     assert "Run diagnose as root" not in message and "may not (no ptrace rights" not in message
+
+
+def test_every_process_unreadable_even_to_root_is_counted_with_its_cause() -> None:
+    """diagnose without a PID, from a user namespace: every other process is refused to this root,
+    and the sentence counts them and names the cause, not rights."""
+    message = _as_root(["unshare", "--user", "--map-root-user"], 0)["message"]
+    assert "found none this user may read;" in message and "processes could not be read" in message, message
+    assert "even to root with CAP_SYS_PTRACE" in message and "run diagnose as root" not in message
 
 
 def test_root_without_cap_sys_ptrace_names_the_capability_and_the_namespace() -> None:

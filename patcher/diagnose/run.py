@@ -59,7 +59,10 @@ def _everyone() -> tuple[list[ProcessFacts], list[Unreadable]]:
 
 def _unread_advice() -> str:
     if procs.may_trace_as_root():
-        return "the kernel refuses them even to root with CAP_SYS_PTRACE (a user or PID namespace above this one, or a security module such as Yama or an LSM): diagnose from the host"
+        return (
+            "the kernel refuses them even to root with CAP_SYS_PTRACE (a user or PID namespace above "
+            "this one, or a security module such as Yama or an LSM): diagnose from the host"
+        )
     if os.geteuid() == 0:
         return (
             "this root runs without CAP_SYS_PTRACE: add it (`--cap-add SYS_PTRACE`) or diagnose from the host"
