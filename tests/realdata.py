@@ -20,9 +20,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 EAGER_RELEASES = [
+    "2.2.0",
+    "2.2.1",
+    "2.2.2",
+    "2.3.0",
+    "2.3.1",
+    "2.4.0",
     "2.4.1",
+    "2.5.0",
     "2.5.1",
     "2.6.0",
+    "2.7.0",
     "2.7.1",
     "2.8.0",
     "2.9.0",
@@ -32,8 +40,11 @@ EAGER_RELEASES = [
     "2.12.0",
     "2.12.1",
 ]
-NATIVE_RELEASES = ["2.13.0", "2.14.1", "2.15.0"]
+NATIVE_RELEASES = ["2.13.0", "2.14.0", "2.14.1", "2.15.0"]
 ALL_RELEASES = EAGER_RELEASES + NATIVE_RELEASES
+# Found on the package index after the first table was made (issue 28): each round-trips with the
+# single file too.
+ADDED_RELEASES = ["2.2.0", "2.2.1", "2.2.2", "2.3.0", "2.3.1", "2.4.0", "2.5.0", "2.7.0", "2.14.0"]
 # From the field notes (NOTES.md), independent of this project's own tables.
 GRAPH_SHA256_2_10_0_PREFIX = "003fb433971d6595"
 

@@ -187,7 +187,7 @@ def test_a_zombie_is_named_as_exited() -> None:
 
 
 @pytest.mark.parametrize(
-    "args", [["abc"], ["--samples", "0", "1"], ["--interval", "nan", "1"], ["--", "-5"], ["0"]]
+    "args", [["abc"], ["--samples", "0", "1"], ["--interval", "nan", "1"], ["-5"], ["0"]]
 )
 def test_a_bad_argument_is_a_usage_error_of_the_same_shape(args: list[str]) -> None:
     code, report, _ = _diagnose(*args)

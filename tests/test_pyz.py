@@ -17,7 +17,7 @@ import pytest
 
 import patcher
 from patcher.cli import pyz
-from tests import libsdir
+from tests import libsdir, realdata
 from tests.conftest import need, snapshot, torch_venv
 from tests.helpers import tool
 
@@ -260,3 +260,34 @@ def test_diagnose_from_the_file_finds_py_spy_as_the_tool_does(single: Path, tmp_
     finally:
         process.kill()
         process.wait(timeout=30)
+
+
+@pytest.mark.parametrize("version", realdata.ADDED_RELEASES)
+def test_an_added_release_round_trips_without_libcst(
+    version: str, single: Path, bare: Path, release: Callable[[str], Path]
+) -> None:
+    """Each release the index sweep added is known by its bytes: the single file, with no libcst,
+    patches it (or knows it lazy), verifies it and reverts it byte for byte (content, mode, mtime)."""
+    torch_dir = release(version)
+    before = snapshot(torch_dir.parent)
+    eager = version in realdata.EAGER_RELEASES
+
+    def verify() -> tuple[int, str, str | None]:
+        done = _run(bare, single, "verify", "--torch-dir", str(torch_dir), "--json")
+        report = json.loads(done.stdout)
+        return done.returncode, report["state"], report["release"]
+
+    assert verify() == ((1, "pristine", version) if eager else (0, "ships-lazy", version))
+    applied = _run(bare, single, "apply", "--torch-dir", str(torch_dir))
+    assert applied.returncode == 0, applied.stderr
+    graph = (torch_dir / "_inductor" / "graph.py").read_bytes()
+    original = before["torch/_inductor/graph.py"][0]
+    eager_arg, lazy_arg = (
+        b"error.operator_str(target, args, kwargs),",
+        b"LazyString(error.operator_str, target, args, kwargs),",
+    )
+    assert graph == (original.replace(eager_arg, lazy_arg) if eager else original)
+    assert verify() == ((0, "patched", version) if eager else (0, "ships-lazy", version))
+    reverted = _run(bare, single, "revert", "--torch-dir", str(torch_dir))
+    assert reverted.returncode == 0, reverted.stderr
+    assert snapshot(torch_dir.parent) == before

@@ -130,3 +130,64 @@ def test_a_changed_log_text_is_refused_with_the_diff_of_its_branch(
     assert changed == ['-"Creating implicit fallback for:\\n%s",', '+"Creating fallback for:\\n%s",'], diff
     text = run(command, "--torch-dir", str(torch_dir))
     assert diff in text.stderr and "Nothing was written." in text.stderr
+
+
+@pytest.mark.parametrize(
+    ("version", "named"),
+    [
+        ("2.1.2", "2.1.x (its graph.py does not import LazyString)"),
+        ("2.0.1", "2.0.x (it has no torch._logging, so no LazyString to import)"),
+    ],
+)
+def test_the_releases_before_2_2_are_refused_for_their_reason(
+    version: str, named: str, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """The real files of the last 2.1 and 2.0 releases hold the eager call, but graph.py imports no
+    LazyString (and 2.0 has no torch._logging to import it from): refused, for the reason the
+    message gives, and nothing written."""
+    from tests import realdata
+
+    torch_dir = release(version)
+    source = (torch_dir / "_inductor" / "graph.py").read_bytes()
+    assert b"log.info(\n" in source and b"error.operator_str(target, args, kwargs)," in source
+    assert b"LazyString" not in source
+    import zipfile
+
+    with zipfile.ZipFile(realdata.wheel(version)) as archive:
+        has_logging = "torch/_logging/__init__.py" in archive.namelist()
+    assert has_logging == ("torch._logging" not in named)
+    before = snapshot(torch_dir.parent)
+    result = run("apply", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 3, result.output
+    assert named in result.stderr
+    assert "torch-lazylog patches 2.2.0, 2.2.1" in result.stderr
+    assert snapshot(torch_dir.parent) == before
+
+
+def test_a_patched_vendor_build_is_named_and_recorded_by_its_own_version(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """A vendor 2.12.1 patched: its lazy branch is also what 2.13.0 and later ship, yet verify names
+    it 2.12.1, and its undo record (written by apply, or again after it was lost) says 2.12.1."""
+    torch_dir = release("2.12.1")
+    version = torch_dir / "version.py"
+    version.write_text(
+        version.read_text().replace("__version__ = '2.12.1'", "__version__ = '2.12.1+rocm7.14.0'")
+    )
+    graph = torch_dir / "_inductor" / "graph.py"
+    graph.write_bytes(graph.read_bytes() + b"\n# a vendor's line\n")
+    undo = torch_dir.parent / "torch-2.12.1.dist-info" / "torch_lazylog.json"
+
+    def named(command: str) -> tuple[int, str, str, str]:
+        done = run(command, "--torch-dir", str(torch_dir), "--json")
+        report = json.loads(done.stdout)
+        return done.exit_code, report["state"], report["release"], report["match"]
+
+    assert named("apply") == (0, "patched", "2.12.1", "site")
+    assert json.loads(undo.read_bytes())["release"] == "2.12.1"
+    assert named("verify") == (0, "patched", "2.12.1", "site")
+    undo.unlink()
+    assert named("verify") == (0, "unrecorded", "2.12.1", "site")
+    assert named("apply") == (0, "patched", "2.12.1", "site")
+    assert json.loads(undo.read_bytes())["release"] == "2.12.1"
+    assert "same patch site as torch 2.12.1" in run("verify", "--torch-dir", str(torch_dir)).stdout

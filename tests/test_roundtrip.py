@@ -167,3 +167,34 @@ def test_the_dry_run_diff_applies_as_patch_reads_it(
     )
     assert done.returncode == 0, done.stderr
     assert (copy / "torch/_inductor/graph.py").read_bytes() == graph.read_bytes()
+
+
+def test_apply_after_an_interrupted_revert_keeps_revert_byte_for_byte(
+    release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """A revert stopped after it put graph.py back (its original bytes, mode and mtime) and before
+    RECORD, then apply, then revert: graph.py, RECORD (bytes, mode, mtime) and the pycs present are
+    as before the first apply."""
+    import os
+
+    from tests.helpers import make_pyc
+
+    torch_dir = release("2.10.0")
+    site, graph = torch_dir.parent, torch_dir / "_inductor" / "graph.py"
+    make_pyc(graph, "checked-hash", 0)
+    os.chmod(site / "torch-2.10.0.dist-info" / "RECORD", 0o640)
+    pristine = snapshot(site)
+    original, stat = graph.read_bytes(), graph.stat()
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    graph.write_bytes(original)  # what revert's first write leaves, RECORD not yet restored
+    os.chmod(graph, stat.st_mode & 0o7777)
+    os.utime(graph, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    stopped = run("verify", "--torch-dir", str(torch_dir), "--json")
+    assert _json(stopped)["state"] == "revert-interrupted", stopped.output
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    assert run("revert", "--torch-dir", str(torch_dir)).exit_code == 0
+    now = snapshot(site)
+    assert {k: v for k, v in now.items() if "__pycache__" not in k} == {
+        k: v for k, v in pristine.items() if "__pycache__" not in k
+    }
+    assert sorted(now) == sorted(pristine)  # the same pycs present, no more, no fewer

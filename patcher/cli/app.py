@@ -106,7 +106,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
 
 @cli.command(epilog=EXIT_CODE_HELP)
-@click.argument("pids", nargs=-1, type=click.IntRange(min=1), metavar="[PID]...")
+@click.argument("pids", nargs=-1, metavar="[PID]...")  # checked by diagnose: one sentence, exit 2
 @click.option(
     "--no-children", is_flag=True, help="Read only the PIDs given, not the processes they started (ranks)."
 )
@@ -124,7 +124,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text.")
 @click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors.")
 def diagnose(
-    pids: tuple[int, ...], no_children: bool, samples: int, interval: float, as_json: bool, verbose: bool
+    pids: tuple[str, ...], no_children: bool, samples: int, interval: float, as_json: bool, verbose: bool
 ) -> None:
     """Name the hang in a running server, reading only.
 
@@ -134,7 +134,7 @@ def diagnose(
     """
     from patcher.diagnose import run
 
-    commands.diagnose(run.Options(pids, not no_children, samples, interval), as_json, verbose)
+    commands.diagnose(pids, run.Options((), not no_children, samples, interval), as_json, verbose)
 
 
 @cli.command()

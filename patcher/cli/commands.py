@@ -294,7 +294,7 @@ def handle_signals() -> None:
         signal.signal(signum, _interrupt)
 
 
-def diagnose(options: Options, as_json: bool, verbose: bool) -> NoReturn:
+def diagnose(pids: tuple[str, ...], options: Options, as_json: bool, verbose: bool) -> NoReturn:
     """diagnose PID...: its result printed here, as every command's is."""
     from patcher.diagnose import run
     from patcher.install import definitions
@@ -302,7 +302,8 @@ def diagnose(options: Options, as_json: bool, verbose: bool) -> NoReturn:
     entries: list[JsonValue] = []
 
     def work() -> Report:
-        report, found = run.diagnose(options, definitions.load())
+        given = options._replace(pids=tuple(run.pid_of(word) for word in pids))
+        report, found = run.diagnose(given, definitions.load())
         entries.extend(found)
         return report
 

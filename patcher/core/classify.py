@@ -76,7 +76,16 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, site_diff(spec, site.code, site.form, torch_version))
-    return Known(state, _nearest(rows, torch_version), "site")
+    return Known(state, _own(site, spec, torch_version) or _nearest(rows, torch_version), "site")
+
+
+def _own(site: Site, spec: PatchSpec, torch_version: str | None) -> Release | None:
+    """A lazy branch that patching the build's own release gives (a vendor 2.12.1 this tool
+    patched, whose branch 2.13.0 also ships) is named by that release: the build's own version.
+    (An eager branch is no release's patched one.)"""
+    own = base_version(torch_version)
+    mine = [r for r in spec.releases.rows if r.version == own and r.patched_site == site.fingerprint]
+    return mine[0] if mine else None
 
 
 def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Known:

@@ -143,8 +143,18 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     return lead + ("; " + "; ".join(extras) if extras else "")
 
 
+# Releases on the package index with the call but no site the tool may patch, read from their wheels.
+REFUSED_RELEASES = (
+    "2.1.x (its graph.py does not import LazyString)",
+    "2.0.x (it has no torch._logging, so no LazyString to import)",
+)
+
+
 def supported(releases: list[str], native: list[str]) -> str:
-    return f"torch-lazylog patches {', '.join(releases)} and knows {', '.join(native)} as natively lazy"
+    return (
+        f"torch-lazylog patches {', '.join(releases)}, knows {', '.join(native)} as natively lazy, "
+        f"and refuses {' and '.join(REFUSED_RELEASES)}"
+    )
 
 
 def unknown(version: str | None, torch_dir: Path, reason: str, support: str) -> str:

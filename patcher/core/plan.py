@@ -179,9 +179,9 @@ def build(
     end = End(snap.graph, False, kept, False, snap.graph_stat.mode, snap.graph_stat.mtime_ns, release, match)
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
-    record_steps, record_change = _record_steps(
-        target, snap, spec, end, reading.facts.fit in ("after", "before")
-    )
+    trusted = reading.facts.fit in ("after", "before")
+    record_steps, record_change = _record_steps(target, snap, spec, end, trusted)
+    record_change = record_change or _kept_record(snap, end, trusted)
     steps = _steps(target, spec, snap, end, record_change) + _pycs(target, snap, end) + record_steps
     if end.undo is None and end.undo_changed:
         steps.append(Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
@@ -213,3 +213,12 @@ def _was(data: bytes | None) -> str:
 def _undo_owner(snap: Snapshot) -> tuple[int, int, int]:
     like = snap.record_stat or snap.graph_stat
     return like.mode, like.uid, like.gid
+
+
+def _kept_record(snap: Snapshot, end: End, trusted: bool) -> FileChange | None:
+    """A new undo record over a RECORD already as apply leaves it (a revert stopped before RECORD)
+    keeps the trusted record's RECORD part, so revert still restores RECORD byte for byte."""
+    kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
+    if kept is None or snap.record is None:
+        return None
+    return kept if sha256(snap.record) == kept.after.sha256 else None

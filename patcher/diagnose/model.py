@@ -52,6 +52,9 @@ class TorchFacts(NamedTuple):
     message: str
     version: str | None
     changed: float | None  # graph.py's ctime: when it was last written, renamed or reinstalled
+    sha256: str | None = None  # graph.py's, and the release it matched and how, as verify says
+    release: str | None = None
+    match: str | None = None
 
 
 Kind = Literal["eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch"]

@@ -180,15 +180,53 @@ def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> 
     return exe or (argv[0] if argv else "python")
 
 
-def no_rights(pid: int, what: str = "memory map") -> Unreadable:
-    return Unreadable(
-        pid,
-        ExitCode.ENVIRONMENT,
+CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
+
+
+def may_trace_as_root() -> bool:
+    """Whether this process is root with CAP_SYS_PTRACE in effect: the most rights a reader has."""
+    if os.geteuid() != 0:
+        return False
+    try:
+        status = (PROC / "self" / "status").read_text()
+    except OSError:  # pragma: no cover - /proc/self is always readable to its own process
+        return False
+    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
+    return bool(int(mask, 16) >> CAP_SYS_PTRACE & 1)
+
+
+def why_not(pid: int, what: str) -> str:
+    """Why the kernel refused to let this process read another's `what`, for the rights it has."""
+    if may_trace_as_root():
+        return (
+            f"Expected to read process {pid}'s {what}, but the kernel refuses it even to root with "
+            "CAP_SYS_PTRACE, so rights are not what is missing: the process lives in a user or PID "
+            "namespace above this one (diagnose it from the host, or from inside its own namespace), "
+            "or a security module forbids it (Yama's ptrace_scope 3, or an LSM such as AppArmor or "
+            "SELinux)"
+        )
+    if os.geteuid() == 0:
+        return (
+            f"Expected to read process {pid}'s {what}, but this root runs without CAP_SYS_PTRACE (a "
+            "container's default), or the process lives in a user or PID namespace above this one: in "
+            "Docker start the container with `--cap-add SYS_PTRACE` or diagnose from the host; in "
+            "Kubernetes add `securityContext.capabilities.add: [SYS_PTRACE]`"
+        )
+    return (
         f"Expected to read process {pid}'s {what}, but this user may not (no ptrace rights over it). "
         "Run diagnose as root or as the process's user; in Docker start the container with "
         "`--cap-add SYS_PTRACE` or diagnose from the host; in Kubernetes add "
-        "`securityContext.capabilities.add: [SYS_PTRACE]`",
+        "`securityContext.capabilities.add: [SYS_PTRACE]`"
     )
+
+
+def no_rights(pid: int, what: str = "memory map") -> Unreadable:
+    return Unreadable(pid, ExitCode.ENVIRONMENT, why_not(pid, what))
+
+
+def gone(pid: int) -> bool:
+    """Whether the process has ended: no longer listed, or a zombie waiting to be reaped."""
+    return not exists(pid) or zombie(pid)
 
 
 def read(pid: int) -> ProcessFacts | Unreadable | None:

@@ -18,6 +18,7 @@ class Diagnosed(NamedTuple):
     process: ProcessFacts
     torch: TorchFacts
     finding: Finding
+    exited: bool = False  # it ended while sampled: the finding is of the samples taken before
 
 
 def _chain(frames: tuple[Frame, ...]) -> str:
@@ -94,7 +95,13 @@ def paragraph(d: Diagnosed) -> str:
         where=_where(d),
         logs=d.process.torch_logs or "unset",
     )
-    return f"{_who(d.process)} {said}; {_torch(d)}.{_restart(d)}{_advice(d)}"
+    return f"{_who(d.process)} {said}; {_torch(d)}.{_exited(d)}{_restart(d)}{_advice(d)}"
+
+
+def _exited(d: Diagnosed) -> str:
+    if not d.exited:
+        return ""
+    return f" It exited while it was sampled, after {d.finding.samples} sample(s)."
 
 
 def _frames(frames: tuple[Frame, ...]) -> JsonValue:
@@ -149,6 +156,7 @@ def report(found: list[Diagnosed], problems: list[Unreadable]) -> Report:
     if first is None:
         return Report("diagnose", "unknown", False, text, code)
     state = first.torch.state
+    shared = first.torch if len({d.process.torch_seen_at for d in found}) == 1 else None
     return Report(
         "diagnose",
         state,
@@ -159,4 +167,7 @@ def report(found: list[Diagnosed], problems: list[Unreadable]) -> Report:
         torch_version=first.torch.version,
         torch_dir=first.process.torch_seen_at,
         graph_py=f"{first.process.torch_seen_at}/_inductor/graph.py",
+        sha256=shared.sha256 if shared else None,
+        release=shared.release if shared else None,
+        match=shared.match if shared else None,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode, LazylogError, environment
@@ -31,14 +32,17 @@ def _no_torch(pid: int) -> Unreadable:
 
 
 def _tree(pid: int, tree: dict[int, int]) -> tuple[list[ProcessFacts], list[Unreadable]]:
-    """The process and its descendants that have torch loaded; what of them could not be read."""
+    """The process and its descendants that have torch loaded; what of them could not be read.
+
+    The process itself is judged only when it has torch loaded or nothing below it is named: a
+    launcher this user may not read is passed over as one without torch is (as root), whoever runs
+    diagnose."""
     first = procs.read(pid)
     if not procs.exists(pid) and isinstance(first, Unreadable):
         return [], [first]
-    found, problems = [], []
-    for read in [first, *map(procs.read, procs.descendants(pid, tree))]:
-        found += [read] if isinstance(read, ProcessFacts) else []
-        problems += [read] if isinstance(read, Unreadable) and read.code == ExitCode.ENVIRONMENT else []
+    below = list(map(procs.read, procs.descendants(pid, tree)))
+    found = [r for r in [first, *below] if isinstance(r, ProcessFacts)]
+    problems = [r for r in below if isinstance(r, Unreadable) and r.code == ExitCode.ENVIRONMENT]
     if not found and not problems:  # a shell or a Python without torch, and nothing below it
         problems = [first if isinstance(first, Unreadable) else _no_torch(pid)]
     return found, problems
@@ -49,8 +53,21 @@ def _everyone() -> tuple[list[ProcessFacts], list[Unreadable]]:
     found = [r for r in map(procs.read, pids) if isinstance(r, ProcessFacts)]
     if found:
         return found, []
-    rights = f"; {unreadable} processes could not be read: run diagnose as root" if unreadable else ""
+    rights = f"; {unreadable} processes could not be read: {_unread_advice()}" if unreadable else ""
     raise environment(f"Expected a running process with torch loaded, found none this user may read{rights}")
+
+
+def _unread_advice() -> str:
+    if procs.may_trace_as_root():
+        return (
+            "the kernel refuses them even to root with CAP_SYS_PTRACE (a user or PID namespace above "
+            "this one, or a security module such as Yama or an LSM): diagnose from the host"
+        )
+    if os.geteuid() == 0:
+        return (
+            "this root runs without CAP_SYS_PTRACE: add it (`--cap-add SYS_PTRACE`) or diagnose from the host"
+        )
+    return "run diagnose as root"
 
 
 def _processes(options: Options) -> tuple[list[ProcessFacts], list[Unreadable]]:
@@ -66,9 +83,16 @@ def _processes(options: Options) -> tuple[list[ProcessFacts], list[Unreadable]]:
     return sorted(found.values()), sorted(problems.values())
 
 
-def _sampled(pid: int, taken: list[Sample] | stacks.Failed) -> list[Sample] | Unreadable:
+def _sampled(pid: int, taken: list[Sample] | stacks.Failed, exited: bool) -> list[Sample] | Unreadable:
     if not isinstance(taken, stacks.Failed):
         return taken
+    if exited:
+        return Unreadable(
+            pid,
+            ExitCode.USAGE,
+            f"Expected process {pid} to keep running while it was sampled, but it exited before "
+            "py-spy read its stacks",
+        )
     if taken.denied:
         return procs.no_rights(pid, "stacks")
     return Unreadable(
@@ -87,15 +111,28 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     torches: dict[str | None, TorchFacts] = {}
     diagnosed = []
     for process in found:
-        samples = _sampled(process.pid, taken[process.pid])
+        exited = procs.gone(process.pid)
+        samples = _sampled(process.pid, taken[process.pid], exited)
         if isinstance(samples, Unreadable):
             problems.append(samples)
             continue
         if process.torch_seen_at not in torches:
             torches[process.torch_seen_at] = torchstate.read(process, spec)
         torch = torches[process.torch_seen_at]
-        diagnosed.append(render.Diagnosed(process, torch, verdict.decide(process, samples, torch)))
+        finding = verdict.decide(process, samples, torch)
+        diagnosed.append(render.Diagnosed(process, torch, finding, exited))
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)
     entries = [render.entry(d) for d in diagnosed] + [render.unreadable_entry(u) for u in problems]
     return render.report(diagnosed, problems), entries
+
+
+def pid_of(word: str) -> int:
+    """A process ID as given on the command line: a whole number from 1 on, else a usage error."""
+    if word.isascii() and word.isdigit() and int(word) >= 1:
+        return int(word)
+    raise LazylogError(
+        ExitCode.USAGE,
+        f"Expected a process ID (a whole number from 1 on), found {procs.shown([repr(word)])}: pass the "
+        "server's PID",
+    )

@@ -63,4 +63,13 @@ def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     except OSError as exc:
         message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
         return TorchFacts("unknown", ExitCode.ENVIRONMENT, message, None, None)
-    return TorchFacts(report.state, report.code, report.message, report.torch_version, changed)
+    return TorchFacts(
+        report.state,
+        report.code,
+        report.message,
+        report.torch_version,
+        changed,
+        report.sha256,
+        report.release,
+        report.match,
+    )

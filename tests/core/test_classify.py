@@ -73,14 +73,21 @@ def test_by_hash(spec: PatchSpec) -> None:
 
 
 @pytest.mark.parametrize(
-    ("source", "state", "release"),
+    ("source", "version", "state", "release"),
     [
-        (VENDOR, "eager", "9.0.0"),
-        (VENDOR.replace(EAGER, LAZY), "native", "9.1.0"),  # a lazy branch the way a release ships it
+        (VENDOR, "9.0.0+cu128", "eager", "9.0.0"),
+        # a lazy branch the way a release ships it, and the way patching 9.0.0 gives it: a 9.0.0
+        # build is named by its own version, any other by the release that ships the branch
+        (VENDOR.replace(EAGER, LAZY), "9.0.0+cu128", "native", "9.0.0"),
+        (VENDOR.replace(EAGER, LAZY), "9.1.0+rocm", "native", "9.1.0"),
+        (VENDOR.replace(EAGER, LAZY), None, "native", "9.1.0"),
+        (VENDOR.replace(EAGER, LAZY), "8.0.0", "native", "9.1.0"),
     ],
 )
-def test_classify_by_site(spec: PatchSpec, source: bytes, state: str, release: str) -> None:
-    known = classify(source, spec, "9.0.0+cu128")
+def test_classify_by_site(
+    spec: PatchSpec, source: bytes, version: str | None, state: str, release: str
+) -> None:
+    known = classify(source, spec, version)
     assert known.release is not None
     assert (known.state, known.release.version, known.match, known.reason, known.diff) == (
         state,

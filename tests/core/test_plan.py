@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.core import facts, plan, state
+from patcher.core import facts, plan, state, steps
 from patcher.core.classify import classify, decide
 from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.spec import PatchSpec
@@ -121,8 +121,8 @@ def expected(name: str, index: int, command: str) -> list[plan.Step]:
         ("ships-lazy", 1, "revert"): [],
         ("record-only", 0, "apply"): [undo(undone, undone), *apply_pristine[1:]],
         ("record-only", 0, "revert"): [gone(undone)],
-        ("revert-interrupted", 0, "apply"): [  # RECORD already names the patched bytes: no RECORD change
-            undo(undo_of(SOURCE, GRAPH_STAT, None), undone),
+        ("revert-interrupted", 0, "apply"): [  # RECORD already as apply leaves it: its part is kept
+            undo(undone, undone),
             graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
         ],
         ("revert-interrupted", 0, "revert"): [
@@ -136,8 +136,8 @@ def expected(name: str, index: int, command: str) -> list[plan.Step]:
         ],
         ("unrecorded", 1, "apply"): [
             undo(
-                # a lazy site is matched to the release that ships it
-                undo_of(VENDOR, AFTER_STAT, world.record_of(VENDOR), AFTER_RECORD_STAT, "site", "9.1.0"),
+                # a lazy site patching its own release (9.0.0+cu128) gives is recorded under that release
+                undo_of(VENDOR, AFTER_STAT, world.record_of(VENDOR), AFTER_RECORD_STAT, "site", "9.0.0"),
                 None,
                 AFTER_RECORD_STAT,
             ),
@@ -457,3 +457,50 @@ def test_revert_never_restores_a_record_that_would_keep_an_undo_row_in_another_s
     before = _abs_record(SOURCE, f"{world.SITE}/{world.UNDO_ROW},,")
     write = _record_write(_plan(spec, _reverting(before), "revert"))
     assert write.data == _abs_record(SOURCE) and write.mtime_ns is None
+
+
+def test_apply_after_an_interrupted_revert_then_revert_restores_record_byte_for_byte(
+    spec: PatchSpec,
+) -> None:
+    """A revert stopped after graph.py and before RECORD, then apply, then revert: graph.py and
+    RECORD come back as before the first apply, bytes, mode and mtime, as from every other state."""
+    _, rec, undone = world.applied()
+    pristine_rec = world.record_of(SOURCE)
+    stopped = world.snap(SOURCE, rec, undone, record_stat=AFTER_RECORD_STAT)
+    applied = _plan(spec, stopped, "apply")
+    written = {s.path: s.data for s in applied.steps if isinstance(s, steps.Write)}
+    assert set(written) == {UNDO, GRAPH}  # RECORD already as apply leaves it
+    again = world.snap(
+        written[GRAPH],
+        rec,
+        written[UNDO],
+        stat=FileStat(0o644, 1001, 1002, NOW),
+        record_stat=AFTER_RECORD_STAT,
+    )
+    reverted = _plan(spec, again, "revert")
+    assert list(reverted.steps) == [
+        graph(SOURCE, GRAPH_STAT, GRAPH_STAT.mtime_ns, PATCHED),
+        record(pristine_rec, rec, RECORD_STAT.mode, RECORD_STAT.mtime_ns),
+        gone(written[UNDO]),
+    ]
+
+
+def test_apply_beside_an_untrusted_record_keeps_none_of_its_record_claims(spec: PatchSpec) -> None:
+    """RECORD already as apply leaves it, beside an undo record that does not describe graph.py:
+    the new undo record has no RECORD part (nothing of the untrusted one is believed)."""
+    _, rec, undone = world.applied()
+    forged = world.forged(undone, PATCHED, SOURCE)
+    planned = _plan(spec, world.snap(SOURCE, rec, forged), "apply")
+    assert list(planned.steps) == [
+        undo(undo_of(SOURCE, GRAPH_STAT, None), forged),
+        graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
+    ]
+
+
+def test_apply_over_a_record_of_another_record_keeps_no_record_part(spec: PatchSpec) -> None:
+    """A revert stopped before RECORD, whose RECORD was then changed by hand (a row added): the
+    undo record's RECORD part no longer describes RECORD, so it is not kept."""
+    _, rec, undone = world.applied()
+    grown = rec + b"torch/extra.py,,\r\n"
+    planned = _plan(spec, world.snap(SOURCE, grown, undone), "apply")
+    assert planned.steps[0] == undo(undo_of(SOURCE, GRAPH_STAT, None), undone)
