@@ -278,10 +278,10 @@ def _tree(image: str) -> dict[str, str]:
 
 
 def _readme_footprint() -> list[str]:
-    """The README's list of what the step changes: the first code span of each item."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("<!-- image-footprint -->") : text.index("<!-- /image-footprint -->")]
-    return re.findall(r"^- `([^`]+)`", section, re.M)
+    """The documented list of what the step changes: the first code span of each item."""
+    from tests.docs import block
+
+    return re.findall(r"^- `([^`]+)`", block("image-footprint"), re.M)
 
 
 def test_the_step_changes_exactly_what_the_readme_lists(stepped: Built) -> None:
