@@ -58,3 +58,34 @@ def fenced() -> list[Fenced]:
             body = "".join(line[indent:] for line in match[3].splitlines(keepends=True))
             blocks.append(Fenced(page, match[2].strip(), body))
     return blocks
+
+
+def commands(name: str) -> list[str]:
+    """The shell lines of the fenced block inside marker `name`, comments and blank lines dropped."""
+    (match,) = _FENCE.finditer(block(name))
+    lines = [line.split("  #", 1)[0].strip() for line in match[3].splitlines()]
+    return [line for line in lines if line]
+
+
+def command(name: str, values: dict[str, str | list[str]], line: int = 0) -> list[str]:
+    """One line of the block inside marker `name` as argv (shlex), each word that is a key of `values`
+    replaced by its value (a list: by several words), and each `$PWD/...` word's key as a prefix.
+
+    An image test runs the documented command this way, with its own image, paths and names."""
+    import shlex
+
+    argv: list[str] = []
+    for word in shlex.split(commands(name)[line]):
+        value = values.get(word)
+        if value is None:
+            for key, prefix in values.items():
+                if key.startswith("$") and isinstance(prefix, str) and word.startswith(key):
+                    value = prefix + word[len(key) :]
+                    break
+        if value is None:
+            argv.append(word)
+        elif isinstance(value, list):
+            argv.extend(value)
+        else:
+            argv.append(value)
+    return argv
