@@ -214,3 +214,39 @@ def test_the_suites_time_is_the_committed_record() -> None:
     alone = latest[("mutation_alone_s", "full")]
     mutants = block("equivalent").split(" of ", 1)[1].split(" ", 1)[0]
     assert block("mutation-time") == f"{alone['value']} s for {mutants} mutants"
+
+
+@pytest.mark.image
+def test_ptrace_rights_in_a_container_are_as_documented() -> None:
+    """docs/diagnose.md: in a container, the process's own uid reads it without `--cap-add SYS_PTRACE`
+    (no Yama restriction here); another uid may not. py-spy (a static binary) is mounted in, and reads
+    the container's PID 1, a Python."""
+    from patcher.diagnose import stacks
+    from tests import images
+    from tests.conftest import need
+
+    need(images.engine)
+    base = need(images.os_image)
+    assert isinstance(base, str)
+    scope = Path("/proc/sys/kernel/yama/ptrace_scope")
+    if scope.exists() and scope.read_text().strip() != "0":
+        pytest.fail(
+            f"this kernel restricts ptrace (Yama mode {scope.read_text().strip()}): the page's case differs"
+        )
+    text = (ROOT / "docs" / "diagnose.md").read_text()
+    assert "works without `--cap-add SYS_PTRACE`" in text and "**Another user**" in text
+    name = f"torch-lazylog-docs-ptrace-{os.getpid()}"
+    started = images.docker(
+        "run", "-d", "--rm", "--name", name, "-v", f"{stacks.find()}:/mnt/py-spy:ro", base,
+        "python3", "-c", "import time; time.sleep(600)",
+    )  # fmt: skip
+    assert started.returncode == 0, started.stderr
+    try:
+        own = images.docker("exec", name, "/mnt/py-spy", "dump", "--pid", "1", timeout=120)
+        assert own.returncode == 0 and "sleep" in own.stdout, own.stdout + own.stderr
+        other = images.docker(
+            "exec", "--user", "nobody", name, "/mnt/py-spy", "dump", "--pid", "1", timeout=120
+        )
+        assert other.returncode != 0 and "Permission Denied" in other.stderr, other.stdout + other.stderr
+    finally:
+        images.docker("rm", "-f", name, timeout=120)
