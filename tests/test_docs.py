@@ -211,6 +211,8 @@ def test_the_suites_time_is_the_committed_record() -> None:
     for r in latest.values():  # a measurement of this project's history, not of some other tree
         known = subprocess.run(["git", "merge-base", "--is-ancestor", r["commit"], "HEAD"], cwd=ROOT)
         assert known.returncode == 0, f"{r['commit']} ({r['measure']}) is not in this branch's history"
+    first = latest[("first_command_s", "empty pip cache")]
+    assert block("first-command") == f"{first['value']} s"
     alone = latest[("mutation_alone_s", "full")]
     mutants = block("equivalent").split(" of ", 1)[1].split(" ", 1)[0]
     assert block("mutation-time") == f"{alone['value']} s for {mutants} mutants"
