@@ -97,7 +97,6 @@ def magic() -> bytes:
 def readme_snippet() -> str:
     """The README's Dockerfile snippet, as printed."""
     text = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    section = text[text.index("## In a Dockerfile") :]
-    match = re.search(r"```dockerfile\n(.*?)```", section, re.S)
+    match = re.search(r"```dockerfile\n(.*?)```", text, re.S)
     assert match
     return match[1]

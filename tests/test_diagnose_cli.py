@@ -102,8 +102,9 @@ def test_the_readme_shows_the_committed_diagnose_speed() -> None:
 
     root = Path(__file__).resolve().parent.parent
     rows = list(csv.DictReader((root / "bench" / "diagnose_speed.csv").read_text().splitlines()))
-    readme = (root / "README.md").read_text()
-    table = readme[readme.index("<!-- diagnose-speed -->") : readme.index("<!-- /diagnose-speed -->")]
+    from tests.docs import block
+
+    table = block("diagnose-speed")
     assert [r["measure"] for r in rows] == [
         "dump_s",
         "diagnose_8_ranks_s",

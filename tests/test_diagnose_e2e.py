@@ -5,6 +5,8 @@ Every process a test starts is killed in a finally."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 import subprocess
 import time
 from collections.abc import Iterator
@@ -15,6 +17,7 @@ import pytest
 
 from patcher.diagnose import procs, stacks, verdict
 from tests.conftest import need, torch_venv
+from tests.docs import command, commands
 from tests.test_diagnose_cli import _diagnose, _text
 from tests.test_e2e import _tool
 
@@ -190,14 +193,20 @@ def test_a_container_is_diagnosed_from_the_host() -> None:
     base = need(images.rocm_base)
     assert isinstance(base, str)
     name = f"torch-lazylog-diagnose-{os.getpid()}"
-    started = images.docker(
-        "run", "-d", "--rm", "--name", name, "-e", "TORCHINDUCTOR_CACHE_DIR=/tmp/inductor",
-        "-v", f"{SCENARIO.parent}:/scenario:ro", base,
-        "/opt/venv/bin/python", "/scenario/chain.py", TAG, str(DEEP),
-    )  # fmt: skip
+    # docs/diagnose.md's example, as printed, with this run's names
+    values: dict[str, str | list[str]] = {
+        "demo": name, "IMAGE": base, "$PWD/tests/scenarios": str(SCENARIO.parent), "hang": TAG, "26": str(DEEP),
+    }  # fmt: skip
+    shown = command("diagnose-demo", values)
+    assert shown[:2] == ["docker", "run"] and "/scenario/chain.py" in shown, shown
+    started = images.docker(*shown[1:])
     assert started.returncode == 0, started.stderr
     try:
-        pid = int(images.docker("inspect", "-f", "{{.State.Pid}}", name).stdout.strip())
+        inner = re.fullmatch(r"torch-lazylog diagnose \$\((docker .*)\)", commands("diagnose-demo")[1])
+        assert inner, commands("diagnose-demo")
+        pid = int(
+            images.docker(*[name if w == "demo" else w for w in shlex.split(inner[1])][1:]).stdout.strip()
+        )
         _formatting(pid)
         code, report, _ = _diagnose(str(pid))
         (entry,) = report["processes"]

@@ -22,6 +22,7 @@ import pytest
 
 from tests import images
 from tests.conftest import need
+from tests.docs import command
 
 ROOT = Path(__file__).resolve().parent.parent
 PATCH_STEP = (
@@ -191,9 +192,9 @@ def test_the_image_verifies(stepped: Built) -> None:
     assert "Patched graph.py" in stepped.log and "matches its undo record" in stepped.log
     verify = images.docker("run", "--rm", stepped.image, "torch-lazylog", "verify")
     assert verify.returncode == 0, verify.stdout + verify.stderr
-    runtime = images.docker(
-        "run", "--rm", stepped.image, "torch-lazylog", "verify", "--runtime", timeout=1800
-    )
+    shown = command("ci-runtime", {"IMAGE": stepped.image})  # the README's CI line, as printed
+    assert shown[0] == "docker"
+    runtime = images.docker(*shown[1:], timeout=1800)
     assert runtime.returncode == 0, runtime.stdout + runtime.stderr
     assert "5 checks passed" in runtime.stdout
 
@@ -278,10 +279,10 @@ def _tree(image: str) -> dict[str, str]:
 
 
 def _readme_footprint() -> list[str]:
-    """The README's list of what the step changes: the first code span of each item."""
-    text = (ROOT / "README.md").read_text()
-    section = text[text.index("<!-- image-footprint -->") : text.index("<!-- /image-footprint -->")]
-    return re.findall(r"^- `([^`]+)`", section, re.M)
+    """The documented list of what the step changes: the first code span of each item."""
+    from tests.docs import block
+
+    return re.findall(r"^- `([^`]+)`", block("image-footprint"), re.M)
 
 
 def test_the_step_changes_exactly_what_the_readme_lists(stepped: Built) -> None:
@@ -351,7 +352,10 @@ def test_the_tools_environment_holds_the_tool_and_its_dependencies_only(stepped:
     shebang, interpreter, target = rest.split()
     assert shebang == f"#!{TOOL_DIR}/bin/python"
     assert interpreter == target, "the tool's environment is not made with the image's own Python"
-    check = _sh(image, f"{layout.python} -m pip --python {TOOL_DIR}/bin/python check")
+    # the README's line, with this base's interpreter
+    shown = command("ci-pip-check", {"IMAGE": image, "/opt/venv/bin/python": layout.python})
+    assert shown[0] == "docker" and f"{TOOL_DIR}/bin/python" in shown
+    check = images.docker(*shown[1:], timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr
     added = images.image_mb(image) - images.image_mb(base)
     assert added <= MAX_ADDED_MB, f"the tool's step adds {added:.1f} MB"

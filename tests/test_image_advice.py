@@ -24,6 +24,7 @@ import pytest
 from patcher.cli import pyz
 from tests import images
 from tests.conftest import need
+from tests.docs import command
 
 pytestmark = pytest.mark.image
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,13 +179,15 @@ def test_without_pip_the_advice_says_what_to_do(
 
 
 def _verify_untouched(image: str, single: Path, python: str) -> tuple[int, str, str]:
-    """The README's one command, then `docker diff` of that container."""
+    """The README's one command (named, not removed, to be diffed), then `docker diff` of that container."""
     name = f"torch-lazylog-pyz-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    values: dict[str, str | list[str]] = {
+        "--rm": ["--name", name], "$PWD/dist": str(single.parent), "IMAGE": image, "/opt/venv/bin/python": python,
+    }  # fmt: skip
+    shown = command("pyz-verify", values)
+    assert shown[0] == "docker" and MOUNTED in shown, shown
     try:
-        done = images.docker(
-            "run", "--name", name, "-v", f"{single.parent}:/mnt:ro", image, python, "-B", MOUNTED, "verify",
-            timeout=600,
-        )  # fmt: skip
+        done = images.docker(*shown[1:], timeout=600)
         diff = images.docker("diff", name, timeout=120)
         assert diff.returncode == 0, diff.stderr
         return done.returncode, done.stdout + done.stderr, diff.stdout

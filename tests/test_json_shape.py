@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _readme_fields() -> list[str]:
-    text = (ROOT / "README.md").read_text()
-    table = text[text.index("### JSON") : text.index("## The install's state")]
+    from tests.docs import block
+
+    table = block("json-fields")
     return [f for row in re.findall(r"^\| (`[^|]+) \|", table, re.M) for f in re.findall(r"`(\w+)`", row)]
 
 
