@@ -489,7 +489,7 @@ def snippet_context(destination: Path) -> Path:
 
 # Issue 27: the step where people put it (docs/image-layouts.md), on stand-ins over the ones above.
 
-STEP_LINE = '# The step: the README\'s "In a Dockerfile" block.'
+STEP_LINE = '# The step: the README\'s "Fix an image" block.'
 NON_ROOT_USER = "app"
 
 

@@ -108,9 +108,7 @@ def test_every_block_says_where_it_runs() -> None:
     assert images.readme_snippet() == step.body  # the one the image tests build
     for name, runner in {**IMAGE_RUNS, **BUILT_ELSEWHERE}.items():
         source = (ROOT / runner).read_text()
-        assert page_with(name) and re.search(rf'\w+\(\s*"{name}"', source), (
-            name
-        )
+        assert page_with(name) and re.search(rf'\w+\(\s*"{name}"', source), name
     elsewhere = [b.body for name in BUILT_ELSEWHERE for b in fenced() if f"\n{b.body}```" in block(name)]
     others = [b for b in blocks if b.info in ("dockerfile", "yaml") and b is not step]
     assert [_id(b) for b in others if b.body not in elsewhere] == []

@@ -128,7 +128,7 @@ def diagnose(
 ) -> None:
     """Name the hang in a running server, reading only.
 
-    Samples each process's stacks (py-spy: pip install 'torch-lazylog[diagnose]') and reads the torch it
+    Samples each process's stacks (py-spy: the diagnose extra, pip install '.[diagnose]' from a checkout) and reads the torch it
     loaded as verify does. Exit 1 when a process is in the eager implicit-fallback formatting or runs a
     torch that formats it eagerly. Without PID: every process this user may read that has torch loaded.
     """
@@ -158,9 +158,10 @@ def fingerprint(
 
     Fingerprints graph.py of real torch wheels into the patch definition's releases table.
     """
-    from patcher.cli import fingerprint as fp
 
     def work() -> Report:
+        from patcher.cli import fingerprint as fp  # libcst: its absence is one sentence, exit 4
+
         report, shown = fp.command(list(wheels), output, check, markdown)
         if shown is not None and not as_json:
             click.echo(shown, nl=False)

@@ -50,7 +50,14 @@ def build(out: Path) -> Path:
 def _vendor(name: str, into: Path) -> None:
     """An installed pure-Python distribution's package and its dist-info's METADATA and license files
     (so `importlib.metadata` finds it inside the zip, and the license travels with the code)."""
-    dist = metadata.distribution(name)
+    try:
+        dist = metadata.distribution(name)
+    except metadata.PackageNotFoundError:
+        raise SystemExit(
+            f"Expected {name} to be installed for the Python that builds the single file ({sys.executable}): "
+            f"it travels inside the file. Nothing was written; run `{sys.executable} -m pip install {name}`, "
+            "or build with the tool's own environment (its python -m patcher.pyz)"
+        ) from None
     files = [f for f in dist.files or () if "__pycache__" not in f.parts and not f.name.endswith(".pyc")]
     wanted = [
         f for f in files

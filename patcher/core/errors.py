@@ -78,12 +78,10 @@ class Interrupted(BaseException):
 
 
 def missing_dependency(module: str, what: str) -> str:
-    """What needs a dependency that is not there (the single-file build carries none)."""
+    """What needs a dependency that is not installed for this Python."""
     return (
-        f"Expected {module} to {what}, but it is not installed for this Python (the single-file "
-        "torch-lazylog.pyz carries no dependencies: it runs plain apply, verify and revert lines on "
-        "known releases). Nothing was written; install the torch-lazylog wheel, which brings click and "
-        f"libcst, and run torch-lazylog from it"
+        f"Expected {module} to {what}, but it is not installed for this Python. Nothing was written; "
+        "install the torch-lazylog wheel, which brings click and libcst, and run torch-lazylog from it"
     )
 
 

@@ -1,6 +1,6 @@
 """Stack samples of live processes: py-spy's JSON dump (`py-spy dump --json --pid PID`), parsed.
 
-py-spy is the optional extra `torch-lazylog[diagnose]`: a static binary installed beside the tool's
+py-spy is the optional extra `diagnose` (`pip install '.[diagnose]'` from a checkout): a static binary installed beside the tool's
 interpreter (its scripts directory), or anywhere on PATH. A dump pauses the process for the few
 milliseconds it reads its frames; it changes nothing in it.
 """
