@@ -100,3 +100,16 @@ def readme_snippet() -> str:
     match = re.search(r"```dockerfile\n(.*?)```", text, re.S)
     assert match
     return match[1]
+
+
+def build_single_file(out: Path) -> Path:
+    """The single file, made as the docs print it (`python3 -m patcher.pyz`), from this checkout."""
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher.pyz", str(out)],
+        cwd=Path(__file__).resolve().parent.parent,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
+    return out

@@ -19,7 +19,7 @@ import patcher
 from patcher.cli import pyz
 from tests import libsdir, realdata
 from tests.conftest import need, snapshot, torch_venv
-from tests.helpers import tool
+from tests.helpers import build_single_file, tool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,15 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The file as the README's one command makes it, from this checkout."""
     out = tmp_path_factory.mktemp("dist") / pyz.NAME
-    done = subprocess.run(
-        [sys.executable, "-m", "patcher.cli.pyz", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
-    return out
+    return build_single_file(out)
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ import yaml  # type: ignore[import-untyped]  # pyyaml: a dependency of libcst
 from patcher.cli import pyz
 from tests import images, realdata
 from tests.conftest import need
+from tests.helpers import build_single_file
 
 pytestmark = pytest.mark.image
 
@@ -53,15 +54,7 @@ def block(name: str) -> str:
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """dist/ as the docs' `python3 -m patcher.pyz` leaves it: the single file, nothing else."""
     out = tmp_path_factory.mktemp("checkout") / "dist" / pyz.NAME
-    done = subprocess.run(
-        [sys.executable, "-m", "patcher.cli.pyz", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return out.parent
+    return build_single_file(out).parent
 
 
 @pytest.fixture(scope="module")
