@@ -60,10 +60,15 @@ def fenced() -> list[Fenced]:
     return blocks
 
 
+def body(name: str) -> str:
+    """The text of the one fenced block inside marker `name` (whatever its fence's info string)."""
+    (match,) = _FENCE.finditer(block(name))
+    return match[3]
+
+
 def commands(name: str) -> list[str]:
     """The shell lines of the fenced block inside marker `name`, comments and blank lines dropped."""
-    (match,) = _FENCE.finditer(block(name))
-    lines = [line.split("  #", 1)[0].strip() for line in match[3].splitlines()]
+    lines = [line.split("  #", 1)[0].strip() for line in body(name).splitlines()]
     return [line for line in lines if line]
 
 

@@ -25,7 +25,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]  # pyyaml: a dependency of libcst
 
 from patcher.cli import pyz
-from tests import images, realdata
+from tests import docs, images, realdata
 from tests.conftest import need
 from tests.helpers import build_single_file
 
@@ -40,14 +40,7 @@ _names = itertools.count()
 
 def block(name: str) -> str:
     """The fenced block between `<!-- name -->` and `<!-- /name -->` in README.md or docs/*.md."""
-    found = []
-    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
-        text = page.read_text(encoding="utf-8")
-        found += re.findall(
-            rf"<!-- {re.escape(name)} -->\n```\w*\n(.*?)```\n<!-- /{re.escape(name)} -->", text, re.S
-        )
-    assert len(found) == 1, f"expected one block marked {name}, found {len(found)}"
-    return str(found[0])
+    return docs.body(name)
 
 
 @pytest.fixture(scope="module")
