@@ -21,6 +21,13 @@ def need(call: Callable[[], object]) -> object:
         pytest.skip(str(exc))
 
 
+def need_image(make: Callable[[], str]) -> str:
+    """A stand-in image's tag, through need(): a failure under CI=true, a skip elsewhere."""
+    tag = need(make)
+    assert isinstance(tag, str)
+    return tag
+
+
 def torch_venv(version: str) -> Path:
     """A shared torch venv of the cache: read and patched by this checkout's tool, never installed into."""
     venv = need(lambda: realdata.torch_venv(version))

@@ -23,7 +23,7 @@ import pytest
 
 from patcher.cli import pyz
 from tests import images
-from tests.conftest import need
+from tests.conftest import need_image
 from tests.docs import command
 
 pytestmark = pytest.mark.image
@@ -66,7 +66,7 @@ def stepped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Layo
     built: dict[str, str] = {}
 
     def make(layout: Layout) -> str:
-        base = _base(layout.base)
+        base = need_image(layout.base)
         if base not in built:
             context = images.tool_context(tmp_path_factory.mktemp("context") / "context")
             tag = f"torch-lazylog-test:advice-{layout.name}-{os.getpid()}"
@@ -89,12 +89,6 @@ def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist") / pyz.NAME
     pyz.build(out)
     return out
-
-
-def _base(make: Callable[[], str]) -> str:
-    tag = need(make)
-    assert isinstance(tag, str)
-    return tag
 
 
 class Container:
@@ -197,7 +191,7 @@ def _verify_untouched(image: str, single: Path, python: str) -> tuple[int, str, 
 
 @pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
 def test_the_single_file_verifies_a_bare_base_and_writes_nothing(layout: Layout, single: Path) -> None:
-    code, output, diff = _verify_untouched(_base(layout.base), single, layout.python)
+    code, output, diff = _verify_untouched(need_image(layout.base), single, layout.python)
     assert code == 1, output
     assert "formats the implicit-fallback log eagerly" in output and "identical to torch 2.10.0" in output
     assert diff == "", diff

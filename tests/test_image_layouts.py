@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +19,7 @@ import pytest
 from patcher.cli import pyz
 from tests import images, realdata
 from tests import test_image as one_step
-from tests.conftest import need
+from tests.conftest import need_image
 
 pytestmark = pytest.mark.image
 
@@ -50,12 +50,6 @@ def _remove_the_built_images() -> Iterator[None]:
 def _tag(name: str) -> str:
     tag = f"torch-lazylog-test:layouts-{name}-{os.getpid()}"
     _MADE.append(tag)
-    return tag
-
-
-def _base(make: Callable[[], str]) -> str:
-    tag = need(make)
-    assert isinstance(tag, str)
     return tag
 
 
@@ -124,7 +118,7 @@ def _hashes(layout: one_step.Layout) -> str:
 def test_the_step_built_again_over_its_own_output(kind: str, tmp_path: Path) -> None:
     """The step over an image an earlier version of the tool made: the tool replaced whole, the link
     replaced, torch already lazy (nothing to do), the footprint of one step."""
-    base, layout = _base(one_step.ROCM.base), one_step.ROCM
+    base, layout = need_image(one_step.ROCM.base), one_step.ROCM
     once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True, cache=True)
     twice, log = _step(kind, once, f"twice-{kind}", tmp_path / "twice")
     find = f"find {one_step.TOOL_DIR} -name '{EARLIER}*' -o -name '{EARLIER_DEPENDENCY}'"
@@ -171,7 +165,7 @@ def _reinstall_dockerfile(layout: one_step.Layout, base: str) -> str:
 def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_record(
     layout: one_step.Layout, tmp_path: Path
 ) -> None:
-    base = _base(layout.base)
+    base = need_image(layout.base)
     args = tuple(layout.build_args())
     once, _ = _step(
         "Dockerfile.rocm", base, f"reinstall-once-{layout.name}", tmp_path / "once", args=args, cache=True
@@ -213,7 +207,7 @@ def _documented_build(name: str, base: str, work: Path, args: tuple[str, ...] = 
 
 
 def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Path) -> None:
-    base = _base(images.non_root_base)
+    base = need_image(images.non_root_base)
     image, _ = _documented_build("image-layout-non-root", base, tmp_path)
     user = images.docker("image", "inspect", "--format", "{{json .Config.User}}", image)
     assert (
@@ -230,7 +224,7 @@ def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Pa
 
 
 def test_a_builder_stages_venv_copied_into_the_runtime_stage_verifies_lazy(tmp_path: Path) -> None:
-    builder, runtime = _base(one_step.ROCM.base), _base(images.runtime_base)
+    builder, runtime = need_image(one_step.ROCM.base), need_image(images.runtime_base)
     # The block's own check in the runtime stage fails the build unless the copy is lazy; the engine
     # may reuse an earlier run's build of the same inputs (the copy is the venv's 7 GB), so the file
     # checks the image again here.
