@@ -1,4 +1,5 @@
-"""Shared helpers for the safety tests: bytecode files, and the tool as a separate process."""
+"""Shared helpers: bytecode files, the tool as a separate process, the README's step, the single file and
+the checkout as a user clones it."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +115,16 @@ def build_single_file(out: Path) -> Path:
     )
     assert done.returncode == 0 and done.stdout.strip() == str(out), done.stderr
     return out
+
+
+def checkout_copy(destination: Path) -> Path:
+    """What a user has after cloning: the tracked files of this checkout, without its caches. Builds
+    (pip wheel, python -m build) run there, never in the checkout, where they would write build/ and
+    *.egg-info under the feet of another suite reading the same tree (.ci/run runs two at once)."""
+    root = Path(__file__).resolve().parent.parent
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=root, capture_output=True, check=True).stdout
+    for name in listed.decode().split("\0"):
+        if name and (root / name).is_file():
+            (destination / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, destination / name)
+    return destination

@@ -35,6 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests import realdata
+from tests.helpers import checkout_copy
 
 # Debian's client: BuildKit works with DOCKER_BUILDKIT=1 (no buildx plugin needed).
 ROOT = Path(__file__).resolve().parent.parent
@@ -482,7 +483,11 @@ def readme_snippet() -> str:
 def snippet_context(destination: Path) -> Path:
     """The README's snippet as the last lines of a Dockerfile (on BASE_IMAGE), the tool's wheel in dist/."""
     (destination / "dist").mkdir(parents=True)
-    realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(ROOT)], "setuptools")
+    source = checkout_copy(destination / "checkout")
+    realdata.pip(
+        ["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(source)], "setuptools"
+    )
+    shutil.rmtree(source)
     (destination / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
     return destination
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs import ROOT, Fenced, block, commands, fenced, page_with
+from tests.helpers import checkout_copy
 
 KINDS = {"sh", "sh image", "sh placeholder", "console", "dockerfile", "diff", "yaml", "text"}
 
@@ -116,17 +116,6 @@ def test_every_block_says_where_it_runs() -> None:
     assert [_id(b) for b in _shell_blocks("sh image") if b.body not in shown] == []
 
 
-def _checkout_copy(tmp_path: Path) -> Path:
-    """What a user has after cloning: the tracked files of this checkout, without its caches."""
-    listed = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    work = tmp_path / "checkout"
-    for name in listed.decode().split("\0"):
-        if name and (ROOT / name).is_file():
-            (work / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, work / name)
-    return work
-
-
 _HERE = [b for b in _shell_blocks("sh") if b.body.strip() not in EXPENSIVE]
 
 
@@ -139,7 +128,7 @@ _HERE = [b for b in _shell_blocks("sh") if b.body.strip() not in EXPENSIVE]
     ids=[_id(b) for b in _HERE],
 )
 def test_a_block_meant_to_run_here_runs_as_printed(shown: Fenced, tmp_path: Path) -> None:
-    work = _checkout_copy(tmp_path)
+    work = checkout_copy(tmp_path / "checkout")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
     done = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", shown.body], cwd=work, env=env, capture_output=True, text=True,

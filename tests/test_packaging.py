@@ -16,7 +16,7 @@ import pytest
 import patcher
 from tests import realdata
 from tests.conftest import need, snapshot
-from tests.helpers import readme_snippet
+from tests.helpers import checkout_copy, readme_snippet
 
 ROOT = Path(__file__).resolve().parent.parent
 HADOLINT = Path(sys.executable).parent / "hadolint"
@@ -25,10 +25,10 @@ WHEEL_NAME = f"torch_lazylog-{patcher.__version__}-py3-none-any.whl"
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
+    out, source = tmp_path_factory.mktemp("dist"), checkout_copy(tmp_path_factory.mktemp("checkout"))
     need(
         lambda: realdata.pip(
-            ["wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(ROOT)], "setuptools"
+            ["wheel", "--quiet", "--no-deps", "--wheel-dir", str(out), str(source)], "setuptools"
         )
     )
     (built,) = out.glob("*.whl")
@@ -36,9 +36,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def _build_sdist(out: Path) -> None:
+def _build_sdist(out: Path, source: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--sdist", "--outdir", str(out), str(source)],
         capture_output=True,
         text=True,
         env=realdata.pip_env(),
@@ -51,8 +51,8 @@ def _build_sdist(out: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sdist(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("sdist")
-    need(lambda: _build_sdist(out))
+    out, source = tmp_path_factory.mktemp("sdist"), checkout_copy(tmp_path_factory.mktemp("checkout"))
+    need(lambda: _build_sdist(out, source))
     (built,) = out.glob("*.tar.gz")
     return built
 
