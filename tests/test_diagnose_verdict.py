@@ -129,6 +129,15 @@ def test_the_run_reports_the_most_severe_code() -> None:
     assert render.report([lazy], []).code == 0
 
 
+def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
+    """From the single file (no `torch-lazylog` command), the apply is the file run by its Python."""
+    eager = render.Diagnosed(_process(), EAGER, verdict.decide(_process(), [_recorded()], EAGER))
+    program = "python3 -B /mnt/torch-lazylog.pyz"
+    line = f"{program} apply --python /venv/bin/python"
+    assert render.next_step(eager, program) == line
+    assert render.entry(eager, program)["next"] == line and render.report([eager], [], program).next == line
+
+
 def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
     from patcher.diagnose.procs import resolved
 

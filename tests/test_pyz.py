@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -155,15 +156,44 @@ def test_a_vendor_build_with_the_libcst_directory_beside_the_file(
     assert patched.returncode == 0 and json.loads(patched.stdout)["state"] == "patched", patched.stderr
 
 
+def test_the_next_step_from_the_file_runs_the_file_as_printed(
+    single: Path, bare: Path, release: Callable[[str], Path]
+) -> None:
+    """The file installs no `torch-lazylog` command: the apply its verify advises names the Python
+    that ran it and the file, with the options typed before it (-B), and that line, run as printed,
+    patches."""
+    torch_dir = release("2.10.0")
+    env = dict(os.environ)
+    line = f"{bare} -B {single} apply --torch-dir {torch_dir}"
+    eager = subprocess.run(
+        [str(bare), "-B", str(single), "verify", "--torch-dir", str(torch_dir)],
+        capture_output=True, text=True, cwd="/", env=env, check=False,
+    )  # fmt: skip
+    assert eager.returncode == 1 and eager.stdout.endswith(f"\nNext: {line}\n"), eager.stdout
+    as_json = subprocess.run(
+        [str(bare), str(single), "verify", "--torch-dir", str(torch_dir), "--json"],
+        capture_output=True, text=True, cwd="/", env=env, check=False,
+    )  # fmt: skip
+    assert json.loads(as_json.stdout)["next"] == line.replace(" -B ", " ")
+    assert tool("verify", "--torch-dir", str(torch_dir), "--json").stdout == as_json.stdout.replace(
+        f"{bare} {single} ", "torch-lazylog "
+    )  # the installed tool's own advice names its command, the rest is the same
+    applied = subprocess.run(shlex.split(line), capture_output=True, text=True, cwd="/", env=env, check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert _run(bare, single, "verify", "--torch-dir", str(torch_dir)).returncode == 0
+
+
 def test_help_and_every_command_parse_from_the_file(single: Path, bare: Path) -> None:
     """click travels inside: --help exits 0 and names every command, as the installed tool's does."""
     done = _run(bare, single, "--help")
     assert done.returncode == 0 and done.stderr == "", done.stderr
-    assert done.stdout == tool("--help").stdout.replace("python -m patcher", "torch-lazylog")
+    # The file installs no `torch-lazylog` command: its usage names the Python and the file that ran.
+    usage, _, rest = done.stdout.partition("\n\n")
+    assert usage.startswith(f"Usage: {bare} {single} ") and rest == tool("--help").stdout.partition("\n\n")[2]
     for command in ("apply", "verify", "revert", "diagnose", "fingerprint"):
         assert f"  {command} " in done.stdout
         sub = _run(bare, single, command, "--help")
-        assert sub.returncode == 0 and sub.stdout.startswith(f"Usage: torch-lazylog {command} "), sub.stderr
+        assert sub.returncode == 0 and sub.stdout.startswith(f"Usage: {bare} {single} {command} "), sub.stderr
     assert _run(bare, single, "--version").stdout.strip() == f"torch-lazylog, version {patcher.__version__}"
 
 

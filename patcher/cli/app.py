@@ -134,7 +134,8 @@ def diagnose(
     """
     from patcher.diagnose import run
 
-    commands.diagnose(pids, run.Options((), not no_children, samples, interval), as_json, verbose)
+    options = run.Options((), not no_children, samples, interval, commands.program())
+    commands.diagnose(pids, options, as_json, verbose)
 
 
 @cli.command()
@@ -190,7 +191,7 @@ def main() -> None:
     from patcher.core.report import Report
 
     try:
-        code = cli.main(prog_name="torch-lazylog", standalone_mode=False)
+        code = cli.main(prog_name=commands.program(), standalone_mode=False)
     except click.ClickException as exc:
         if not as_json:
             exc.show()

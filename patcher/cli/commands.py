@@ -31,6 +31,20 @@ def _quote(word: str) -> str:
     return shlex.quote(word)
 
 
+def program() -> str:
+    """The command line that runs this tool as the user ran it, for the commands its advice prints:
+    the console script's name, or, from the single file (which installs no `torch-lazylog` command),
+    the Python, its options and the file, as they were typed."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    import zipimport  # already loaded: the import system's own
+
+    if spec is None or not isinstance(spec.loader, zipimport.zipimporter):
+        return "torch-lazylog"
+    # The interpreter's own command line up to the file: the Python and its options as they were typed.
+    typed = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]
+    return " ".join(_quote(w) for w in typed)
+
+
 VARIABLES = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
 
 
@@ -61,7 +75,7 @@ class Given(NamedTuple):
             )
             return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"), layout)
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
-        return "torch-lazylog " + step + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
+        return f"{program()} {step}" + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
 
 
 def caught(
@@ -146,7 +160,7 @@ def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = 
         return json.dumps(report.to_json() | (extra or {}), indent=2) + "\n", ""
     text = report.message
     if report.next:
-        ours = report.next.startswith("torch-lazylog ")
+        ours = report.next.startswith(program() + " ")
         only = "Next" if ours else "Only a reinstall of torch can fix this"
         text += f"\n{only}: {report.next}"
     diff = report.diff or ""

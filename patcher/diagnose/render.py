@@ -72,11 +72,12 @@ SAID = {
 }
 
 
-def next_step(d: Diagnosed) -> str | None:
-    """apply for the process's own interpreter, when its torch on disk is eager and it is."""
+def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
+    """apply for the process's own interpreter, when its torch on disk is eager and it is; `program`
+    is how the user runs the tool (the console script, or the single file with its Python)."""
     if d.finding.code != ExitCode.EAGER or d.torch.code != ExitCode.EAGER:
         return None
-    return f"torch-lazylog apply --python {shlex.quote(d.process.interpreter)}"
+    return f"{program} apply --python {shlex.quote(d.process.interpreter)}"
 
 
 def _advice(d: Diagnosed) -> str:
@@ -114,14 +115,14 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 
 
-def entry(d: Diagnosed) -> dict[str, JsonValue]:
+def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
     p, f = d.process, d.finding
     return {
         "pid": p.pid,
         "exit_code": int(f.code),
         "finding": f.kind,
         "message": paragraph(d),
-        "next": next_step(d),
+        "next": next_step(d, program),
         "command_line": p.command,
         "interpreter": p.interpreter,
         "container": p.container,
@@ -147,7 +148,7 @@ def code_of(codes: list[ExitCode]) -> ExitCode:
     return next((c for c in PRIORITY if c in codes), ExitCode.OK)
 
 
-def report(found: list[Diagnosed], problems: list[Unreadable]) -> Report:
+def report(found: list[Diagnosed], problems: list[Unreadable], program: str = "torch-lazylog") -> Report:
     """The run's one report: every process's paragraph, the code of the most severe."""
     code = code_of([d.finding.code for d in found] + [u.code for u in problems])
     first = next((d for d in found if d.finding.code == code), found[0] if found else None)
@@ -163,7 +164,7 @@ def report(found: list[Diagnosed], problems: list[Unreadable]) -> Report:
         False,
         text,
         code,
-        next=next((n for d in found if (n := next_step(d))), None),
+        next=next((n for d in found if (n := next_step(d, program))), None),
         torch_version=first.torch.version,
         torch_dir=first.process.torch_seen_at,
         graph_py=f"{first.process.torch_seen_at}/_inductor/graph.py",

@@ -18,6 +18,7 @@ class Options(NamedTuple):
     children: bool = True
     samples: int = 3
     interval: float = 0.1
+    program: str = "torch-lazylog"  # how the user runs the tool, for the apply its advice names
 
 
 def _no_torch(pid: int) -> Unreadable:
@@ -105,7 +106,7 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     if not found:
         if len(problems) == 1:
             raise LazylogError(problems[0].code, problems[0].message)
-        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
+        return render.report([], problems, options.program), [render.unreadable_entry(u) for u in problems]
     spy = stacks.find()
     taken = stacks.sample_all(spy, [p.pid for p in found], options.samples, options.interval)
     torches: dict[str | None, TorchFacts] = {}
@@ -123,8 +124,9 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
         diagnosed.append(render.Diagnosed(process, torch, finding, exited))
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)
-    entries = [render.entry(d) for d in diagnosed] + [render.unreadable_entry(u) for u in problems]
-    return render.report(diagnosed, problems), entries
+    entries = [render.entry(d, options.program) for d in diagnosed]
+    entries += [render.unreadable_entry(u) for u in problems]
+    return render.report(diagnosed, problems, options.program), entries
 
 
 def pid_of(word: str) -> int:
