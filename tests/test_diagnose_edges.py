@@ -1,6 +1,6 @@
 """diagnose at its edges, on real processes: a malformed PID, a process even root may not read, a
-launcher without torch read as root and as `nobody`, a process that exits while it is sampled, and
-the top-level torch fields of a run over one torch or several."""
+launcher without torch read as root and as `nobody`, a process that exits while it is sampled or
+before its first dump, and the top-level torch fields of a run over one torch or several."""
 
 from __future__ import annotations
 
@@ -188,3 +188,45 @@ def test_the_top_level_torch_fields_are_null_over_two_torches(release: Callable[
     with _running(only := _loading(release("2.9.1"))):
         code, report, _ = _diagnose(str(only.pid), "--samples", "1")
     assert (report["release"], report["match"]) == ("2.9.1", "exact"), report
+
+
+def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
+    release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The process ends between being found and its first dump: one sentence saying it exited
+    before py-spy read its stacks, exit 2. The tool runs as the single file by a Python with no py-spy
+    beside it, so the py-spy it finds is the one on PATH: the real one behind a script that holds the
+    first dump until the test has killed and reaped the process."""
+    from patcher.cli import pyz
+    from patcher.diagnose import stacks
+    from tests.helpers import build_single_file
+
+    single = build_single_file(tmp_path / pyz.NAME)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
+    held, go = tmp_path / "held", tmp_path / "go"
+    (tmp_path / "bin").mkdir()
+    wrapper = tmp_path / "bin" / "py-spy"
+    wrapper.write_text(
+        f'#!/bin/sh\ntouch {held}\nwhile [ ! -e {go} ]; do sleep 0.01; done\nexec {stacks.find()} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    leaving = _loading(release("2.10.0"))
+    with _running(leaving):
+        run = subprocess.Popen(
+            [str(tmp_path / "venv" / "bin" / "python"), str(single), "diagnose", str(leaving.pid)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/",
+            env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not held.exists():
+            assert run.poll() is None and time.monotonic() < deadline, run.communicate()
+            time.sleep(0.01)
+        leaving.kill()
+        leaving.wait()  # reaped: no process of that PID is left to read
+        go.touch()
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 2 and out == "", err
+    assert err == (
+        f"torch-lazylog: error: Expected process {leaving.pid} to keep running while it was sampled, "
+        "but it exited before py-spy read its stacks.\n"
+    )
