@@ -223,6 +223,24 @@ def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Pa
     assert_users_see_the_base(base, image)
 
 
+def test_dockerfile_rocm_on_a_non_root_base_stops_with_one_sentence(tmp_path: Path) -> None:
+    """Dockerfile.rocm writes /opt and the base's torch as root: on a base whose last USER is not
+    root it stops at its first step, saying so and naming the form that works, not at a denied write."""
+    base = need_image(images.non_root_base)
+    context = images.tool_context(tmp_path / "source")
+    done = images.docker(
+        "build", "--network=host", "--progress=plain", "-f", str(context / "Dockerfile.rocm"),
+        "--build-arg", f"BASE_IMAGE={base}", "-t", _tag("rocm-non-root"), str(context), env=images.BUILDKIT,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "torch-lazylog: error: Expected Dockerfile.rocm to run as root, but the base's USER is "
+        f"{images.NON_ROOT_USER}: nothing was built. Add the README's step between USER root and USER "
+        f"{images.NON_ROOT_USER} instead (docs/image-layouts.md)"
+    ) in done.stderr, done.stderr[-3000:]
+    assert "Permission denied" not in done.stderr
+
+
 def test_a_builder_stages_venv_copied_into_the_runtime_stage_verifies_lazy(tmp_path: Path) -> None:
     builder, runtime = need_image(one_step.ROCM.base), need_image(images.runtime_base)
     # The block's own check in the runtime stage fails the build unless the copy is lazy; the engine
