@@ -178,6 +178,13 @@ def test_the_next_step_from_the_file_runs_the_file_as_printed(
     assert tool("verify", "--torch-dir", str(torch_dir), "--json").stdout == as_json.stdout.replace(
         f"{bare} {single} ", "torch-lazylog "
     )  # the installed tool's own advice names its command, the rest is the same
+    # Run by runpy from -c, the command line holds no file: the advice is the Python and the file.
+    by_runpy = subprocess.run(
+        [str(bare), "-c", f"import runpy; runpy.run_path({str(single)!r}, run_name='__main__')",
+         "verify", "--torch-dir", str(torch_dir), "--json"],
+        capture_output=True, text=True, cwd="/", env=env, check=False,
+    )  # fmt: skip
+    assert json.loads(by_runpy.stdout)["next"] == line.replace(" -B ", " "), by_runpy.stderr
     applied = subprocess.run(shlex.split(line), capture_output=True, text=True, cwd="/", env=env, check=False)
     assert applied.returncode == 0, applied.stderr
     assert _run(bare, single, "verify", "--torch-dir", str(torch_dir)).returncode == 0
@@ -276,6 +283,8 @@ def test_diagnose_from_the_file_finds_py_spy_as_the_tool_does(single: Path, tmp_
         )  # fmt: skip
         (entry,) = json.loads(done.stdout)["processes"]
         assert entry["pid"] == process.pid and done.returncode in (0, 1), done.stderr
+        if done.returncode == 1:  # its torch formats eagerly: the apply named is the file's own
+            assert entry["next"] == f"{python} {single} apply --python {python}", entry
         assert entry["torch_dir"] == str(
             next((python.parent.parent / "lib").glob("python3*/site-packages/torch"))
         )

@@ -40,8 +40,12 @@ def program() -> str:
 
     if spec is None or not isinstance(spec.loader, zipimport.zipimporter):
         return "torch-lazylog"
-    # The interpreter's own command line up to the file: the Python and its options as they were typed.
+    # The interpreter's own command line up to the file: the Python and its options as they were
+    # typed; the Python and the file, when the file was run some other way (runpy from -c).
     typed = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]
+    archive = spec.loader.archive
+    if not typed or os.path.realpath(typed[-1]) != os.path.realpath(archive):
+        typed = [sys.executable or "python3", archive]
     return " ".join(_quote(w) for w in typed)
 
 
