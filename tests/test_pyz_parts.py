@@ -115,3 +115,21 @@ def test_the_build_refuses_a_click_it_cannot_copy_with_its_license(
     with pytest.raises(SystemExit, match=why):
         pyz._vendor("click", tmp_path)
     assert not any(tmp_path.iterdir())  # refused before copying anything
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h"], ["-o", "x.pyz"], ["a.pyz", "b.pyz"], ["--out=x.pyz"]])
+def test_the_build_command_never_writes_a_file_named_after_an_option(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python3 -m patcher.pyz --help` prints its usage; an option or a second path is a usage error
+    (exit 2); neither writes anything."""
+    from patcher.cli import pyz
+
+    monkeypatch.chdir(tmp_path)
+    code = pyz.main(argv)
+    out, err = capsys.readouterr()
+    assert list(tmp_path.iterdir()) == []
+    if argv[0] in ("--help", "-h"):
+        assert (code, err) == (0, "") and out.startswith("usage: python3 -m patcher.pyz [OUT]\n")
+    else:
+        assert code == 2 and out == "" and err.endswith("nothing was written\n"), err

@@ -73,7 +73,20 @@ def _vendor(name: str, into: Path) -> None:
         shutil.copyfile(Path(str(file.locate())), target)
 
 
+USAGE = f"""usage: python3 -m patcher.pyz [OUT]
+
+Build the single file at OUT (default: dist/{NAME}) from this checkout, with the
+click of the Python that runs this command inside it."""
+
+
 def main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):
+        print(USAGE)
+        return 0
+    if len(argv) > 1 or (argv and argv[0].startswith("-")):  # never a file named after an option
+        print(f"{USAGE.splitlines()[0]}\npython3 -m patcher.pyz: error: expected at most one OUT path, got "
+              f"{' '.join(argv)!r}; nothing was written", file=sys.stderr)  # fmt: skip
+        return 2
     out = Path(argv[0]) if argv else Path("dist") / NAME
     print(build(out))
     return 0
