@@ -165,3 +165,32 @@ def test_advice_repeats_the_python_the_user_gave(
     advice = json.loads(result.stdout)["next"]
     assert advice.startswith(f"reinstall torch==2.10.0 for {python} with the tool that installed it")
     assert "has no pip and no uv is on PATH" in advice and "-m pip" not in advice
+
+
+def test_the_console_script_off_path_names_itself_in_its_advice(release: Callable[[str], Path]) -> None:
+    """A venv's torch-lazylog run by its path, its bin/ not on PATH: the `Next:` line names that script
+    (a bare `torch-lazylog` would not be found), and runs as printed; on PATH, the bare name."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "torch-lazylog"
+    assert script.exists(), "the test venv has no torch-lazylog console script"
+    torch_dir = release("2.10.0")
+    off_path = {**os.environ, "PATH": "/usr/bin:/bin"}
+
+    def verify(env: dict[str, str]) -> str:
+        done = subprocess.run(
+            [str(script), "verify", "--torch-dir", str(torch_dir)], capture_output=True, text=True, env=env
+        )
+        assert done.returncode == 1, done.stderr
+        return done.stdout.splitlines()[-1]
+
+    line = verify(off_path)
+    assert line == f"Next: {shlex.quote(str(script))} apply --torch-dir {shlex.quote(str(torch_dir))}", line
+    on_path = {**os.environ, "PATH": f"{script.parent}{os.pathsep}/usr/bin:/bin"}
+    assert verify(on_path) == f"Next: torch-lazylog apply --torch-dir {shlex.quote(str(torch_dir))}"
+    applied = subprocess.run(
+        shlex.split(line.removeprefix("Next: ")), capture_output=True, text=True, env=off_path
+    )
+    assert applied.returncode == 0, applied.stderr

@@ -39,7 +39,7 @@ def program() -> str:
     import zipimport  # already loaded: the import system's own
 
     if spec is None or not isinstance(spec.loader, zipimport.zipimporter):
-        return "torch-lazylog"
+        return _console_script()
     # The interpreter's own command line up to the file: the Python and its options as they were
     # typed; the Python and the file, when the file was run some other way (runpy from -c).
     typed = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]
@@ -47,6 +47,20 @@ def program() -> str:
     if not typed or os.path.realpath(typed[-1]) != os.path.realpath(archive):
         typed = [sys.executable or "python3", archive]
     return " ".join(_quote(w) for w in typed)
+
+
+def _console_script() -> str:
+    """`torch-lazylog`, or this console script's own path when that name on PATH is not it (a venv's
+    bin/ not on PATH, or another version first on it)."""
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) != "torch-lazylog" or not os.path.isfile(script):  # python -m patcher
+        return "torch-lazylog"
+    import shutil  # only for advice
+
+    found = shutil.which("torch-lazylog")
+    if found is not None and os.path.realpath(found) == os.path.realpath(script):
+        return "torch-lazylog"
+    return _quote(os.path.abspath(script))
 
 
 VARIABLES = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
