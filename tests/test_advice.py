@@ -9,8 +9,11 @@ command for the target interpreter). No state may loop.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -170,10 +173,6 @@ def test_advice_repeats_the_python_the_user_gave(
 def test_the_console_script_off_path_names_itself_in_its_advice(release: Callable[[str], Path]) -> None:
     """A venv's torch-lazylog run by its path, its bin/ not on PATH: the `Next:` line names that script
     (a bare `torch-lazylog` would not be found), and runs as printed; on PATH, the bare name."""
-    import os
-    import subprocess
-    import sys
-
     script = Path(sys.executable).parent / "torch-lazylog"
     assert script.exists(), "the test venv has no torch-lazylog console script"
     torch_dir = release("2.10.0")

@@ -106,7 +106,7 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     if not found:
         if len(problems) == 1:
             raise LazylogError(problems[0].code, problems[0].message)
-        return render.report([], problems, options.program), [render.unreadable_entry(u) for u in problems]
+        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
     spy = stacks.find()
     taken = stacks.sample_all(spy, [p.pid for p in found], options.samples, options.interval)
     torches: dict[str | None, TorchFacts] = {}
