@@ -29,6 +29,13 @@ def named() -> dict[str, str]:
         name, _, why = text.partition("#")
         if not why.strip():
             sys.exit(f"{NAMED.name}:{number}: {name.strip()} is named without a reason")
+        # "# 3.12+: why": equivalent only from that Python on (a builtin's argument handling changed);
+        # on an older one the name is neither excused nor stale.
+        since = why.strip().split(":", 1)[0]
+        if since.endswith("+") and since[:-1].replace(".", "").isdigit():
+            wanted = tuple(int(part) for part in since[:-1].split("."))
+            if sys.version_info[: len(wanted)] < wanted:
+                continue
         out[name.strip()] = why.strip()
     return out
 
