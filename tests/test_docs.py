@@ -130,6 +130,9 @@ _HERE = [b for b in _shell_blocks("sh") if b.body.strip() not in EXPENSIVE]
 def test_a_block_meant_to_run_here_runs_as_printed(shown: Fenced, tmp_path: Path) -> None:
     work = checkout_copy(tmp_path / "checkout")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    # The pages' `python3` is one with the tool's dependencies ("a Python that has click"): the test
+    # environment's, not whichever the machine happens to have first on PATH.
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(
         ["bash", "-e", "-o", "pipefail", "-c", shown.body], cwd=work, env=env, capture_output=True, text=True,
         timeout=900,
