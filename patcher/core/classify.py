@@ -11,7 +11,9 @@ from patcher.core.hashes import sha256, version_key
 from patcher.core.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
+    from patcher.core.edits import Edit
     from patcher.core.outcome import Refused, Rewritten, Site
+    from patcher.core.undo import UndoRecord
 
 State = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
@@ -71,6 +73,26 @@ def by_hash(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known 
     return None if hit is None else Known(hit[0], _nearest(hit[1], torch_version), "exact")
 
 
+def one_edit(edit: Edit, spec: PatchSpec) -> bool:
+    """A recorded edit is exactly the patch's: one eager argument made lazy, nothing else."""
+    eager, lazy = spec.eager.encode(), spec.lazy.encode()
+    return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
+
+
+def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
+    """Bytes this tool wrote, as its undo record says (a vendor's build, read with libcst when it was
+    patched): the record's after-hash is theirs and its one edit's lazy side is in them where it
+    says. Patched at that release's site, with no parse: the command the tool image leaves in an
+    image verifies it without libcst."""
+    if undo is None or undo.graph.after.sha256 != sha256(source):
+        return None
+    edit = undo.graph.edit
+    if not edit.inverted().applies_to(source) or not one_edit(edit, spec):
+        return None
+    rows = [r for r in spec.releases.rows if r.version == undo.release]
+    return Known("patched", rows[0], "site") if rows else None
+
+
 def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     state, rows = spec.releases.by_site(site.fingerprint, site.form)
     if not rows:
@@ -94,9 +116,12 @@ def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Kn
     return Known("unknown", None, None, refusal.reason, diff)
 
 
-def classify(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known:
-    """What this graph.py is: by its hash when known (no parse), else by its site fingerprint."""
-    hit = by_hash(source, spec, torch_version)
+def classify(
+    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
+) -> Known:
+    """What this graph.py is: by its hash when known, or by the undo record of the bytes this tool
+    wrote (no parse), else by its site fingerprint."""
+    hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
     if hit is not None:
         return hit
     from patcher.core.outcome import Refused
@@ -121,10 +146,12 @@ def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | Non
     return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
 
 
-def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:
-    """apply's whole decision: what the file is, and the rewrite when it is eager. A known release
-    is settled by its hashes alone; anything else takes one libcst parse."""
-    hit = by_hash(source, spec, torch_version)
+def decide(
+    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
+) -> tuple[Known, Rewritten | None]:
+    """apply's whole decision: what the file is, and the rewrite when it is eager. A known release,
+    or bytes this tool wrote, is settled by hashes alone; anything else takes one libcst parse."""
+    hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
     if hit is not None and hit.state != "eager":
         return hit, None
     if hit is not None:

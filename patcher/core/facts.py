@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from patcher.core import record, state
-from patcher.core.classify import Known
-from patcher.core.edits import Edit, swapped
+from patcher.core.classify import Known, one_edit
+from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot
@@ -37,12 +37,6 @@ def plausible(change: FileChange, now_ns: int | None) -> bool:
     if change.mode & ~0o777 or not change.mode & 0o200:
         return False
     return change.mtime_ns >= 0 and (now_ns is None or change.mtime_ns <= now_ns)
-
-
-def one_edit(edit: Edit, spec: PatchSpec) -> bool:
-    """The record's edit is exactly the patch's: one eager argument made lazy, nothing else."""
-    eager, lazy = spec.eager.encode(), spec.lazy.encode()
-    return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
 
 
 def _pair(change: FileChange, spec: PatchSpec) -> bool:

@@ -50,9 +50,9 @@ def read(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Readin
     snap = snapshot.read(target, spec)
     rewritten = None
     if apply:
-        known, rewritten = classify.decide(snap.graph, spec, target.torch_version)
+        known, rewritten = classify.decide(snap.graph, spec, target.torch_version, snap.undo)
     else:
-        known = classify.classify(snap.graph, spec, target.torch_version)
+        known = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
     return snap, facts.read(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 

@@ -9,6 +9,7 @@ from patcher.core import classify as classify_module
 from patcher.core.classify import Known, base_version, by_hash, classify, decide
 from patcher.core.outcome import Refused, Rewritten
 from patcher.core.spec import PatchSpec
+from patcher.core.undo import UndoRecord
 from tests.core import world
 from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
 
@@ -286,3 +287,57 @@ def test_a_diff_is_cut_after_24_lines(spec: PatchSpec, added: int, lines: int, c
     source = SOURCE.replace(b"                log.info(", extra + b"                log.info(")
     shown = classify(source, spec, "9.0.0").diff.splitlines()
     assert len(shown) == lines and (shown[-1] == "...") == cut
+
+
+def _vendor_record(
+    offset_shift: int = 0, release: str = "9.0.0", claimed_old: bytes | None = None
+) -> tuple[bytes, UndoRecord]:
+    """A vendor build as apply leaves it (the undo record of its one edit), the record bent as asked."""
+    patched, _, _ = world.applied(VENDOR, match="site")
+    offset, old = world.line_of(VENDOR, EAGER)
+    change = world.change_json(
+        world.ROW, VENDOR, patched, offset + offset_shift, old if claimed_old is None else claimed_old,
+        old.replace(EAGER, LAZY), 0o644, 0,
+    )  # fmt: skip
+    raw = world.undo_json(change, None, release, "site")
+    return patched, UndoRecord.parse(raw, world.PATCH_ID, world.ROW, None)
+
+
+def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
+    spec: PatchSpec, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tool image's command verifies a vendor build it patched with no libcst in the image."""
+    patched, undo = _vendor_record()
+    hit = classify_module.by_record(patched, spec, undo)
+    assert hit is not None and hit.release is not None
+    assert (hit.state, hit.release.version, hit.match) == ("patched", "9.0.0", "site")
+
+    def no_parse(*_: object) -> None:
+        raise AssertionError("parsed")
+
+    monkeypatch.setattr("patcher.core.transform.site_of", no_parse)
+    monkeypatch.setattr("patcher.core.transform.rewrite", no_parse)
+    assert classify(patched, spec, "9.0.0+rocm", undo) == hit
+    assert decide(patched, spec, "9.0.0+rocm", undo) == (hit, None)
+
+
+@pytest.mark.parametrize(
+    ("bend", "why"),
+    [
+        ({"offset_shift": 1}, "its edit is not where it says"),
+        ({"claimed_old": b"                    error.operator_str(target, argz, kwargs),\n"}, "another edit"),
+        ({"release": "8.0.0"}, "a release the table does not have"),
+    ],
+)
+def test_a_record_that_does_not_describe_the_bytes_settles_nothing(
+    spec: PatchSpec, bend: dict[str, object], why: str
+) -> None:
+    patched, undo = _vendor_record(**bend)  # type: ignore[arg-type]
+    assert classify_module.by_record(patched, spec, undo) is None, why
+
+
+def test_no_record_or_other_bytes_settle_nothing(spec: PatchSpec) -> None:
+    patched, undo = _vendor_record()
+    assert classify_module.by_record(patched, spec, None) is None
+    assert classify_module.by_record(patched + b"# edited\n", spec, undo) is None
+    assert classify_module.by_record(VENDOR, spec, undo) is None
