@@ -35,7 +35,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests import realdata
-from tests.helpers import checkout_copy
+from tests.helpers import readme_snippet
 
 # Debian's client: BuildKit works with DOCKER_BUILDKIT=1 (no buildx plugin needed).
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,6 +298,19 @@ def image_mb(tag: str) -> float:
     return int(done.stdout.strip()) / 1e6
 
 
+def patch_bytes(image: str, site: str) -> int:
+    """The files the patch rewrites or adds in `image`, whose torch lives in `site` (a shell glob):
+    graph.py, its pycs, RECORD and the undo record (an image layer holds a changed file whole)."""
+    done = docker(
+        "run", "--rm", image, "sh", "-c",
+        f"du -cb {site}/torch/_inductor/graph.py {site}/torch/_inductor/__pycache__/graph.*.pyc"
+        f" {site}/torch-*.dist-info/RECORD {site}/torch-*.dist-info/torch_lazylog.json | tail -1",
+        timeout=300,
+    )  # fmt: skip
+    _check(done, f"measure the patch's files in {image}")
+    return int(done.stdout.split()[0])
+
+
 def _built(tag: str, lock: str, make: Callable[[Path], None]) -> str:
     """Build `tag` once under a lock: `make(context)` fills the context (and fetches the wheels the
     Dockerfile needs); the Dockerfile reaches the wheel cache as the URL in its WHEELS build arg."""
@@ -370,19 +383,23 @@ def _rocm_venv() -> str:
     return _built(tag, f"image-{ROCM_TORCH}-venv-py{minor}", make)
 
 
-def rocm_base() -> str:
-    """The `rocm/pytorch:..._py3.NN_pytorch_release_2.10.0` stand-in: /opt/venv on that Python, its
-    bin/ first on PATH as in those images (so `python` and `python3` are the venv's): an ENV layer over
-    the heavy one, named after its id."""
-    venv = _rocm_venv()
+def venv_on_path(venv: str, version: str = ROCM_TORCH) -> str:
+    """`venv` with /opt/venv/bin first on PATH, as the ROCm images have it (so `python` and `python3`
+    are the venv's): an ENV layer over it, named after its id."""
     done = docker("image", "inspect", "--format", "{{.Id}}", venv, timeout=60)
     _check(done, f"inspect {venv}")
-    tag = f"{STANDIN}:torch-{ROCM_TORCH}-venv-on-path-{done.stdout.strip().removeprefix('sha256:')[:12]}"
+    tag = f"{STANDIN}:torch-{version}-venv-on-path-{done.stdout.strip().removeprefix('sha256:')[:12]}"
 
     def make(context: Path) -> None:
         (context / "Dockerfile").write_text(f"FROM {venv}\nENV PATH=/opt/venv/bin:{DEFAULT_PATH}\n")
 
-    return _built(tag, f"image-{ROCM_TORCH}-venv-on-path", make)
+    return _built(tag, f"image-{version}-venv-on-path", make)
+
+
+def rocm_base() -> str:
+    """The `rocm/pytorch:..._py3.NN_pytorch_release_2.10.0` stand-in: /opt/venv on that Python, its
+    bin/ first on PATH as in those images."""
+    return venv_on_path(_rocm_venv())
 
 
 # As vLLM's Dockerfile has it: pip in the system Python, uv installed with that pip, torch installed
@@ -421,17 +438,19 @@ def system_base() -> str:
     return _built(tag, f"image-{ROCM_TORCH}-system-uv", make)
 
 
-# A vendor's torch 2.10.0 that ships the fix: the implicit-fallback argument lazy, another small edit
-# of its own, RECORD's graph.py row matching those bytes, the pyc rebuilt, no undo record.
+# A vendor's torch 2.10.0: another small edit of its own (so graph.py is no release's bytes), and for
+# the one that ships the fix the implicit-fallback argument lazy; RECORD's graph.py row matching those
+# bytes, the pyc rebuilt, no undo record.
 _VENDOR_EDIT = r"""
-import base64, glob, hashlib, importlib.util, py_compile
+import base64, sys, glob, hashlib, importlib.util, py_compile
+LAZY = sys.argv[1:] == ["lazy"]
 (site,) = glob.glob("/opt/venv/lib/python3*/site-packages")
 graph = site + "/torch/_inductor/graph.py"
 (record,) = glob.glob(site + "/torch-*.dist-info/RECORD")
 text = open(graph, "rb").read()
 eager, lazy = b"error.operator_str(target, args, kwargs),", b"LazyString(error.operator_str, target, args, kwargs),"
 assert text.count(eager) == 1 and text.startswith(b"from __future__")
-text = b"# Vendor build of torch: see the vendor's release notes.\n" + text.replace(eager, lazy)
+text = b"# Vendor build of torch: see the vendor's release notes.\n" + (text.replace(eager, lazy) if LAZY else text)
 open(graph, "wb").write(text)
 digest = base64.urlsafe_b64encode(hashlib.sha256(text).digest()).rstrip(b"=").decode()
 rows = open(record, encoding="utf-8").read().splitlines(keepends=True)
@@ -444,22 +463,32 @@ py_compile.compile(graph, cfile=importlib.util.cache_from_source(graph), doraise
 """
 
 
-def vendor_fixed_base() -> str:
-    """The 2.10.0 venv stand-in with a vendor's already lazy graph.py: one small layer over it."""
+def _vendor_base(kind: str) -> str:
     base = rocm_base()
     done = docker("image", "inspect", "--format", "{{.Id}}", base, timeout=60)
     _check(done, f"inspect {base}")
     # Named after the base's id: a rebuilt base gets a vendor image of its own.
-    tag = f"{STANDIN}:torch-{ROCM_TORCH}-vendor-lazy-{done.stdout.strip().removeprefix('sha256:')[:12]}"
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-vendor-{kind}-{done.stdout.strip().removeprefix('sha256:')[:12]}"
 
     def make(context: Path) -> None:
         (context / "vendor_edit.py").write_text(_VENDOR_EDIT)
         (context / "Dockerfile").write_text(
             f"FROM {base}\nCOPY vendor_edit.py /tmp/\n"
-            "RUN /opt/venv/bin/python /tmp/vendor_edit.py && rm /tmp/vendor_edit.py\n"
+            f"RUN /opt/venv/bin/python /tmp/vendor_edit.py {kind} && rm /tmp/vendor_edit.py\n"
         )
 
-    return _built(tag, f"image-{ROCM_TORCH}-vendor-lazy", make)
+    return _built(tag, f"image-{ROCM_TORCH}-vendor-{kind}", make)
+
+
+def vendor_fixed_base() -> str:
+    """The 2.10.0 venv stand-in with a vendor's already lazy graph.py: one small layer over it."""
+    return _vendor_base("lazy")
+
+
+def vendor_eager_base() -> str:
+    """The 2.10.0 venv stand-in with a vendor's build of graph.py (an edit of its own, the eager call):
+    no release's bytes, so the tool reads its site with libcst. One small layer over it."""
+    return _vendor_base("eager")
 
 
 def tool_context(destination: Path) -> Path:
@@ -472,23 +501,86 @@ def tool_context(destination: Path) -> Path:
     return destination
 
 
-def readme_snippet() -> str:
-    """The README's Dockerfile snippet, as printed."""
-    text = (ROOT / "README.md").read_text()
-    match = re.search(r"```dockerfile\n(.*?)```", text, re.S)
-    assert match, "the README has no Dockerfile snippet"
-    return match[1]
+# The tool image's name as the README's block and docs write it (`COPY --from=torch-lazylog:0.1.0 ...`):
+# the tool's version as its tag (tests/test_packaging.py holds them equal).
+TOOL_NAME = "torch-lazylog:0.1.0"
 
 
-def snippet_context(destination: Path) -> Path:
-    """The README's snippet as the last lines of a Dockerfile (on BASE_IMAGE), the tool's wheel in dist/."""
-    (destination / "dist").mkdir(parents=True)
-    source = checkout_copy(destination / "checkout")
-    realdata.pip(
-        ["wheel", "--quiet", "--no-deps", "-w", str(destination / "dist"), str(source)], "setuptools"
+def _context_digest(context: Path) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in context.rglob("*") if p.is_file()):
+        digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def tool_image(extra: str = "") -> str:
+    """The tool image of this checkout, made by the README's command (Dockerfile.rocm's `torch-lazylog`
+    stage) on the rocm-venv stand-in's Python, built once a content and named after it. `extra`: a
+    module of that name added to the tool (another version of it)."""
+    from tests.docs import command
+
+    engine()
+    with tempfile.TemporaryDirectory(dir=realdata.CACHE) as work:
+        context = tool_context(Path(work) / "context")
+        if extra:
+            (context / "patcher" / extra).write_text('"""Only in another version of torch-lazylog."""\n')
+        tag = f"torch-lazylog-tool:{_context_digest(context)}"
+        if has_image(tag):
+            return tag
+        base = rocm_base()
+        shown = command("tool-image", {".": str(context)})
+        assert shown[:2] == ["docker", "build"] and shown[shown.index("-t") + 1] == TOOL_NAME, shown
+        shown[shown.index("-t") + 1] = tag  # the README's name is given under a lock (tool_named)
+        shown[shown.index("-f") + 1] = str(context / shown[shown.index("-f") + 1])
+        with realdata.cache_lock("image-tool"):
+            if has_image(tag):
+                return tag
+            start = time.monotonic()
+            done = docker(
+                *shown[1:2], "--network=host", "--progress=plain", "--build-arg", f"BASE_IMAGE={base}",
+                *shown[2:], env=BUILDKIT,
+            )  # fmt: skip
+            _check(done, f"build the tool image ({' '.join(shown)})")
+            _log(f"built {tag} in {time.monotonic() - start:.0f} s, {image_mb(tag):.1f} MB")
+    return tag
+
+
+@contextlib.contextmanager
+def tool_named(tag: str | None = None) -> Iterator[str]:
+    """This checkout's tool image (or `tag`) under the README's name, for the builds and runs that
+    name it: suites from other checkouts share the engine, so the name is held under a lock."""
+    tag = tag or tool_image()
+    with realdata.cache_lock("image-tool-name"):
+        _check(docker("tag", tag, TOOL_NAME, timeout=60), f"name {tag} {TOOL_NAME}")
+        yield TOOL_NAME
+
+
+@contextlib.contextmanager
+def tool_volume() -> Iterator[str]:
+    """A named volume of this run's own holding the tool (the file and its libcst directory), filled
+    by the README's first "Am I affected?" line (the tool image's own command); removed afterwards."""
+    from tests.docs import command
+
+    volume = f"torch-lazylog-test-{os.getpid()}-{time.monotonic_ns()}"
+    with tool_named():
+        shown = command("pyz-verify", {"torch-lazylog:/out": f"{volume}:/out"})
+        assert shown[:2] == ["docker", "run"] and f"{volume}:/out" in shown, shown
+        _check(docker(*shown[1:], timeout=300), "copy the tool into a volume (the README's line)")
+    try:
+        yield volume
+    finally:
+        docker("volume", "rm", "-f", volume, timeout=120)
+
+
+def snippet_context(destination: Path, snippet: str | None = None) -> Path:
+    """The README's snippet (or `snippet`) as the last lines of a Dockerfile on BASE_IMAGE: the tool
+    comes from the tool image, so the context holds the Dockerfile alone."""
+    destination.mkdir(parents=True)
+    (destination / "Dockerfile").write_text(
+        f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet() if snippet is None else snippet}"
     )
-    shutil.rmtree(source)
-    (destination / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{readme_snippet()}")
     return destination
 
 

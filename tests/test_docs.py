@@ -27,16 +27,17 @@ KINDS = {"sh", "sh image", "sh placeholder", "console", "dockerfile", "diff", "y
 
 # ```sh image blocks, by marker: the test file that runs each through `command(NAME, ...)`.
 IMAGE_RUNS = {
-    "pyz-verify": "tests/test_image_advice.py",
+    "tool-image": "tests/images.py",
+    "pyz-verify": "tests/images.py",
     "ci-runtime": "tests/test_image.py",
-    "ci-pip-check": "tests/test_image.py",
     "diagnose-demo": "tests/test_diagnose_e2e.py",
     "start-time-docker": "tests/test_start_time.py",
-    "start-time-configmap": "tests/test_start_time.py",
     "start-time-lenient": "tests/test_start_time.py",
 }
 # The docs' other Dockerfiles and manifests, by marker: the image test that builds or runs each.
 BUILT_ELSEWHERE = {
+    "classic-step": "tests/test_image.py",
+    "classic-step-vendor": "tests/test_image.py",
     "image-layout-derived": "tests/test_image_layouts.py",
     "image-layout-non-root": "tests/test_image_layouts.py",
     "image-layout-multi-stage": "tests/test_image_layouts.py",
@@ -103,9 +104,9 @@ def test_every_block_says_where_it_runs() -> None:
     blocks = fenced()
     assert [(b.page.name, b.info) for b in blocks if b.info not in KINDS] == []
     (step,) = [b for b in blocks if b.info == "dockerfile" and b.page.name == "README.md"]
-    from tests import images
+    from tests.helpers import readme_snippet
 
-    assert images.readme_snippet() == step.body  # the one the image tests build
+    assert readme_snippet() == step.body  # the one the image tests build
     for name, runner in {**IMAGE_RUNS, **BUILT_ELSEWHERE}.items():
         source = (ROOT / runner).read_text()
         assert page_with(name) and re.search(rf'\w+\(\s*"{name}"', source), name
@@ -186,19 +187,28 @@ def _rows(name: str) -> list[dict[str, str]]:
 
 
 def test_the_steps_cost_is_the_committed_bench_result() -> None:
+    """docs/images.md's table and the README's figures are bench/image_step.csv's: the earlier form
+    beside the README's block, from one run."""
     from bench import image_step
+    from tests.helpers import readme_snippet
 
     rows = _rows("image_step.csv")
     assert list(rows[0]) == list(image_step.FIELDS)
-    assert [r["build"] for r in rows] == ["Dockerfile.rocm", "README snippet"]
+    assert [r["build"] for r in rows] == ["earlier form (its own environment)", "README block"]
     table = block("image-step")
     for r in rows:
-        line = f"| {r['build']} | {r['added_mb']} | {r['median_s']} | {r['min_s']} to {r['max_s']} | {r['rounds']} |"
+        line = (
+            f"| {r['build']} | {r['lines']} | {r['added_mb']} | {r['beyond_patch_mb']} | {r['median_s']} "
+            f"| {r['min_s']} to {r['max_s']} | {r['rounds']} |"
+        )
         assert line in table.splitlines(), line
         assert float(r["min_s"]) <= float(r["median_s"]) <= float(r["max_s"])
+        assert float(r["beyond_patch_mb"]) < float(r["added_mb"])
     assert table.count("\n") == len(rows) + 2
-    snippet = next(r for r in rows if r["build"] == "README snippet")
-    assert block("step-mb") == f"about {round(float(snippet['added_mb']))} MB"
+    earlier, block_row = rows
+    assert int(block_row["lines"]) == image_step._lines(readme_snippet()) == 2
+    assert int(earlier["lines"]) == image_step._lines(image_step.EARLIER.read_text())
+    assert block("step-mb") == f"about {round(float(block_row['added_mb']))} MB"
 
 
 def test_the_suites_time_is_the_committed_record() -> None:
@@ -267,13 +277,13 @@ def test_the_single_files_lines_run_as_printed(release: Callable[[str], Path], t
     imports, which tests/test_pyz.py's e2e test runs the same line in."""
     import shlex
 
-    out = tmp_path / "torch-lazylog.pyz"
+    out = tmp_path / "torch-lazylog"  # as the tool image names it
     built = subprocess.run([sys.executable, "-m", "patcher.pyz", str(out)], cwd=ROOT, capture_output=True)
     assert built.returncode == 0, built.stderr
     env = dict(os.environ, TORCH_LAZYLOG_TORCH_DIR=str(release("2.10.0")))
     expected: dict[tuple[str, ...], int] = {("--help",): 0, ("verify",): 1, ("apply",): 0}
     lines = [shlex.split(line) for line in commands("pyz-commands")]
-    assert all(words[:2] == ["python", "torch-lazylog.pyz"] for words in lines), lines
+    assert all(words[:2] == ["python3", "torch-lazylog"] for words in lines), lines
     for words in (w[2:] for w in lines):
         if words == ["verify", "--runtime"]:
             assert '"verify", "--runtime"' in (ROOT / "tests" / "test_pyz.py").read_text()

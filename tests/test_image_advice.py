@@ -1,5 +1,5 @@
 """In the stand-in images (tests/images.py): the reinstall advice followed as printed, and the
-single file (dist/torch-lazylog.pyz) run read-only by each image's own Python.
+single file (from the tool image, in a volume) run read-only by each image's own Python.
 
 Each layout the image tests build: the /opt/venv stand-in (pip), the vLLM-shaped system Python
 (externally managed, torch installed by uv), and /opt/venv with pip removed (no installer at all).
@@ -21,16 +21,12 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli import pyz
 from tests import images
 from tests.conftest import need_image
 from tests.docs import command
 
 pytestmark = pytest.mark.image
 ROOT = Path(__file__).resolve().parent.parent
-# The file's directory mounted read-only on /mnt, which every Debian and Ubuntu image has (empty): a
-# mount point the image lacks would be created in the container's layer and show in `docker diff`.
-MOUNTED = "/mnt/" + pyz.NAME
 NO_PIP = "rm -rf /opt/venv/bin/pip* /opt/venv/lib/python3*/site-packages/pip /opt/venv/lib/python3*/site-packages/pip-*"
 
 
@@ -38,21 +34,18 @@ NO_PIP = "rm -rf /opt/venv/bin/pip* /opt/venv/lib/python3*/site-packages/pip /op
 class Layout:
     name: str
     base: Callable[[], str]
-    python: str  # the image's own Python, the one whose torch the server imports
+    python: str  # the image's python3 (what runs the tool), the one whose torch the server imports
     site: str  # torch's site directory (a shell glob)
     prepare: str = "true"  # what the layout does to the image first
 
-    def build_args(self) -> list[str]:
-        return [] if self.python == "/opt/venv/bin/python" else ["--build-arg", f"PYTHON={self.python}"]
-
 
 LAYOUTS = [
-    Layout("rocm-venv", images.rocm_base, "/opt/venv/bin/python", "/opt/venv/lib/python3*/site-packages"),
+    Layout("rocm-venv", images.rocm_base, "/opt/venv/bin/python3", "/opt/venv/lib/python3*/site-packages"),
     Layout("vllm-system", images.system_base, "/usr/bin/python3", "/usr/local/lib/python3*/dist-packages"),
     Layout(
         "venv-without-pip",
         images.rocm_base,
-        "/opt/venv/bin/python",
+        "/opt/venv/bin/python3",
         "/opt/venv/lib/python3*/site-packages",
         NO_PIP,
     ),
@@ -72,7 +65,7 @@ def stepped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Layo
             tag = f"torch-lazylog-test:advice-{layout.name}-{os.getpid()}"
             done = images.docker(
                 "build", "--network=host", "--progress=plain", "-f", str(context / "Dockerfile.rocm"),
-                "--build-arg", f"BASE_IMAGE={base}", *layout.build_args(), "-t", tag, str(context),
+                "--build-arg", f"BASE_IMAGE={base}", "-t", tag, str(context),
                 env=images.BUILDKIT,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr[-4000:]
@@ -85,21 +78,22 @@ def stepped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[Layo
 
 
 @pytest.fixture(scope="module")
-def single(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist") / pyz.NAME
-    pyz.build(out)
-    return out
+def volume() -> Iterator[str]:
+    """The tool in a named volume, as the README's first "Am I affected?" line fills it."""
+    with images.tool_volume() as name:
+        yield name
 
 
 class Container:
-    """One running container of an image, the file mounted read-only, the host's CA bundle too."""
+    """One running container of an image, the host's CA bundle and the tool's volume (on /mnt)
+    mounted read-only."""
 
-    def __init__(self, image: str, single: Path) -> None:
+    def __init__(self, image: str, volume: str) -> None:
         self.name = f"torch-lazylog-advice-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         done = images.docker(
             "run", "-d", "--name", self.name, "--network=host",
             "-v", f"{images.CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
-            "-v", f"{single.parent}:/mnt:ro", image, "sleep", "3600",
+            "-v", f"{volume}:/mnt:ro", image, "sleep", "3600",
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
 
@@ -114,11 +108,11 @@ class Container:
 
 
 @pytest.fixture
-def container(single: Path) -> Iterator[Callable[[str], Container]]:
+def container(volume: str) -> Iterator[Callable[[str], Container]]:
     made: list[Container] = []
 
     def make(image: str) -> Container:
-        made.append(Container(image, single))
+        made.append(Container(image, volume))
         return made[-1]
 
     yield make
@@ -128,11 +122,14 @@ def container(single: Path) -> Iterator[Callable[[str], Container]]:
 
 def _edited(box: Container, layout: Layout) -> dict[str, object]:
     """After the image step (apply), graph.py edited, then verify: the report of the state only a
-    reinstall can fix. The image's own torch-lazylog (on PATH, TORCH_LAZYLOG_PYTHON set by the step)."""
+    reinstall can fix, from the tool image's file (libcst beside it reads the edited file). The
+    image's own command, without libcst, says so in one sentence."""
     assert box.sh(layout.prepare).returncode == 0
     edit = box.sh(f"echo '# edited after apply' >> $(echo {layout.site}/torch/_inductor/graph.py)")
     assert edit.returncode == 0, edit.stderr
-    verify = box.run("torch-lazylog", "verify", "--json")
+    alone = box.run("torch-lazylog", "verify")
+    assert alone.returncode == 4 and "run the file from the tool image" in alone.stderr, alone.stderr
+    verify = box.run("python3", "-B", "/mnt/torch-lazylog", "verify", "--json")
     assert verify.returncode == 3, verify.stdout + verify.stderr
     report: dict[str, object] = json.loads(verify.stdout)
     assert report["state"] == "edited"
@@ -172,14 +169,15 @@ def test_without_pip_the_advice_says_what_to_do(
     assert box.sh("command -v uv").returncode != 0
 
 
-def _verify_untouched(image: str, single: Path, python: str) -> tuple[int, str, str]:
-    """The README's one command (named, not removed, to be diffed), then `docker diff` of that container."""
+def _verify_untouched(image: str, volume: str) -> tuple[int, str, str]:
+    """The README's "Am I affected?" line (named, not removed, to be diffed), then `docker diff` of
+    that container."""
     name = f"torch-lazylog-pyz-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     values: dict[str, str | list[str]] = {
-        "--rm": ["--name", name], "$PWD/dist": str(single.parent), "IMAGE": image, "/opt/venv/bin/python": python,
+        "--rm": ["--name", name], "torch-lazylog:/mnt:ro": f"{volume}:/mnt:ro", "IMAGE": image,
     }  # fmt: skip
-    shown = command("pyz-verify", values)
-    assert shown[0] == "docker" and MOUNTED in shown, shown
+    shown = command("pyz-verify", values, line=1)
+    assert shown[0] == "docker" and "/mnt/torch-lazylog" in shown and f"{volume}:/mnt:ro" in shown, shown
     try:
         done = images.docker(*shown[1:], timeout=600)
         diff = images.docker("diff", name, timeout=120)
@@ -190,8 +188,8 @@ def _verify_untouched(image: str, single: Path, python: str) -> tuple[int, str, 
 
 
 @pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
-def test_the_single_file_verifies_a_bare_base_and_writes_nothing(layout: Layout, single: Path) -> None:
-    code, output, diff = _verify_untouched(need_image(layout.base), single, layout.python)
+def test_the_single_file_verifies_a_bare_base_and_writes_nothing(layout: Layout, volume: str) -> None:
+    code, output, diff = _verify_untouched(need_image(layout.base), volume)
     assert code == 1, output
     assert "formats the implicit-fallback log eagerly" in output and "identical to torch 2.10.0" in output
     assert diff == "", diff
@@ -199,10 +197,10 @@ def test_the_single_file_verifies_a_bare_base_and_writes_nothing(layout: Layout,
 
 @pytest.mark.parametrize("layout", LAYOUTS[:2], ids=[layout.name for layout in LAYOUTS[:2]])
 def test_the_single_file_verifies_the_image_after_the_step(
-    layout: Layout, single: Path, stepped: Callable[[Layout], str]
+    layout: Layout, volume: str, stepped: Callable[[Layout], str]
 ) -> None:
     """0 after the image step: Dockerfile.rocm's image on the stand-in."""
-    code, output, diff = _verify_untouched(stepped(layout), single, layout.python)
+    code, output, diff = _verify_untouched(stepped(layout), volume)
     assert code == 0, output
     assert "formats the implicit-fallback log lazily" in output and "matches its undo record" in output
     assert diff == "", diff

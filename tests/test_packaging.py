@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +80,34 @@ def _standin(tmp_path: Path, version: str = "2.10.0") -> Path:
     for item in site.parent.iterdir():
         shutil.move(str(item), _purelib(venv) / item.name)
     return venv
+
+
+def test_the_tool_images_libcst_is_the_range_the_package_requires() -> None:
+    """Dockerfile.rocm fetches libcst for each Python into the tool image: the range pyproject.toml's
+    dependencies name, and the Pythons the package supports up to the newest tested here."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    requires = [Requirement(r) for r in metadata.requires("torch-lazylog") or [] if r.startswith("libcst")]
+    dockerfile = (ROOT / "Dockerfile.rocm").read_text()
+    fetched = [Requirement(r) for r in re.findall(r"'(libcst[^']*)'", dockerfile)]
+    assert requires == fetched, (requires, fetched)
+    minors = re.search(r"for minor in ([\d. ]+); do", dockerfile)
+    assert minors and minors[1].split() == ["3.10", "3.11", "3.12", "3.13"]
+    assert metadata.metadata("torch-lazylog")["Requires-Python"] == ">=3.10"
+
+
+def test_the_tool_images_tag_is_the_tools_version() -> None:
+    """The README and docs name the tool image `torch-lazylog:<version>`: this version's."""
+    from importlib import metadata
+
+    from tests import docs, images
+
+    version = metadata.version("torch-lazylog")
+    assert f"torch-lazylog:{version}" == images.TOOL_NAME
+    named = {m for page in docs.pages() for m in re.findall(r"torch-lazylog:(\d[\w.]*)", docs.text(page))}
+    assert named == {version}, named
 
 
 def test_hadolint_passes_dockerfile_rocm() -> None:

@@ -190,6 +190,30 @@ def test_the_next_step_from_the_file_runs_the_file_as_printed(
     assert _run(bare, single, "verify", "--torch-dir", str(torch_dir)).returncode == 0
 
 
+def test_the_file_as_a_command_on_path_names_itself_and_runs_by_its_own_line(
+    single: Path, bare: Path, release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """As the tool image puts it (/usr/local/bin/torch-lazylog, run by its `env -S python3 -B` line):
+    the advice is `torch-lazylog ...`, and that line, run as printed by a shell, patches."""
+    torch_dir = release("2.10.0")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    shutil.copy2(single, bin_dir / "torch-lazylog")
+    assert (bin_dir / "torch-lazylog").stat().st_mode & 0o111 == 0o111, "not a command for every user"
+    assert single.read_bytes().startswith(b"#!/usr/bin/env -S python3 -B\n")  # no bytecode written
+    (bin_dir / "python3").symlink_to(bare)  # the python3 the file's first line finds on PATH
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    eager = subprocess.run(
+        ["torch-lazylog", "verify", "--torch-dir", str(torch_dir)],
+        capture_output=True, text=True, cwd="/", env=env, check=False,
+    )  # fmt: skip
+    line = f"torch-lazylog apply --torch-dir {torch_dir}"
+    assert eager.returncode == 1 and eager.stdout.endswith(f"\nNext: {line}\n"), eager.stdout + eager.stderr
+    applied = subprocess.run(line, shell=True, capture_output=True, text=True, cwd="/", env=env, check=False)
+    assert applied.returncode == 0, applied.stderr
+    assert _run(bare, single, "verify", "--torch-dir", str(torch_dir)).returncode == 0
+
+
 def test_help_and_every_command_parse_from_the_file(single: Path, bare: Path) -> None:
     """click travels inside: --help exits 0 and names every command, as the installed tool's does."""
     done = _run(bare, single, "--help")

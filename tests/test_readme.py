@@ -93,10 +93,13 @@ def test_the_readme_is_the_users_path() -> None:
     assert lines[first_fence + 4] == "```sh" and "pytest" in lines[first_fence + 5]
     assert not [line for line in lines[:first_fence] if line.startswith("## ")]
     step = lines.index("```dockerfile")
-    assert step < 100 and "torch-lazylog apply && torch-lazylog verify" in "\n".join(lines[step : step + 14])
+    assert step < 100 and "torch-lazylog apply && /mnt/torch-lazylog verify" in "\n".join(
+        lines[step : step + 4]
+    )
     headings = [line for line in lines if line.startswith("## ")]
     order = [
         "What it fixes",
+        "The tool image",
         "Am I affected",
         "Fix an image",
         "Check it in CI",

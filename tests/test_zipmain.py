@@ -73,6 +73,22 @@ def test_the_libcst_directory_is_beside_the_file_or_named(monkeypatch: pytest.Mo
     assert not bundle.in_zip()  # this checkout's modules are files
 
 
+def test_in_the_libcst_directory_this_pythons_own_is_taken_when_there_is_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The tool image carries one libcst a Python (torch-lazylog-libs/3.12): the running one's is used."""
+    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    libs = tmp_path / bundle.LIBS_NAME
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    other = f"{sys.version_info.major}.{sys.version_info.minor + 1}"
+    (libs / other).mkdir(parents=True)
+    assert bundle.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs)  # no dir of its own: the whole
+    (libs / minor).mkdir()
+    assert bundle.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs / minor)
+    monkeypatch.setenv(bundle.LIBS_VARIABLE, str(libs))
+    assert bundle.libs_dir("/elsewhere/torch-lazylog") == str(libs / minor)
+
+
 def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

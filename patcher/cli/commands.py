@@ -40,10 +40,12 @@ def program() -> str:
 
     if spec is None or not isinstance(spec.loader, zipimport.zipimporter):
         return _console_script()
+    archive = spec.loader.archive
+    if _on_path(os.path.basename(archive), archive):  # the tool image's file, a command in the image
+        return os.path.basename(archive)
     # The interpreter's own command line up to the file: the Python and its options as they were
     # typed; the Python and the file, when the file was run some other way (runpy from -c).
     typed = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]
-    archive = spec.loader.archive
     if not typed or os.path.realpath(typed[-1]) != os.path.realpath(archive):
         typed = [sys.executable or "python3", archive]
     return " ".join(_quote(w) for w in typed)
@@ -55,12 +57,15 @@ def _console_script() -> str:
     script = sys.argv[0] if sys.argv else ""
     if os.path.basename(script) != "torch-lazylog" or not os.path.isfile(script):  # python -m patcher
         return "torch-lazylog"
+    return "torch-lazylog" if _on_path("torch-lazylog", script) else _quote(os.path.abspath(script))
+
+
+def _on_path(name: str, file: str) -> bool:
+    """Whether `name` typed at a shell runs `file`."""
     import shutil  # only for advice
 
-    found = shutil.which("torch-lazylog")
-    if found is not None and os.path.realpath(found) == os.path.realpath(script):
-        return "torch-lazylog"
-    return _quote(os.path.abspath(script))
+    found = shutil.which(name)
+    return found is not None and os.path.realpath(found) == os.path.realpath(file)
 
 
 VARIABLES = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}

@@ -18,6 +18,9 @@ from importlib import metadata
 from pathlib import Path
 
 NAME = "torch-lazylog.pyz"
+# Run as a command (the tool image's /torch-lazylog, copied to /usr/local/bin): the python3 on PATH, with
+# -B, so starting it writes no bytecode into the environment it patches (a .pth file's import would).
+INTERPRETER = "/usr/bin/env -S python3 -B"
 
 
 def _stage(into: Path) -> None:
@@ -43,7 +46,8 @@ def build(out: Path) -> Path:
         _stage(root)
         shutil.copyfile(Path(__file__).resolve().parent / "zipmain.py", root / "__main__.py")
         _vendor("click", root)
-        zipapp.create_archive(root, out, interpreter="/usr/bin/env python3", compressed=True)
+        zipapp.create_archive(root, out, interpreter=INTERPRETER, compressed=True)
+    out.chmod(out.stat().st_mode | 0o111)  # a command for every user (zipapp gives the owner only)
     return out
 
 

@@ -233,8 +233,9 @@ def from_variable(message: str, option: str, variable: str, value: str) -> str:
 def missing_libcst_dir(what: str, minor: str, machine: str, libs: str) -> str:
     """The single file without a libcst for this Python: the directory to mount beside it."""
     return (
-        f"Expected libcst to {what}, but torch-lazylog.pyz found none for this Python ({minor} on "
-        f"{machine}) in {libs}. Nothing was written; make that directory beside the file with `pip install "
+        f"Expected libcst to {what}, but the single file found none for this Python ({minor} on "
+        f"{machine}) in {libs}. Nothing was written; run the file from the tool image, which carries it "
+        f"beside the file (docs/images.md), or make that directory with `pip install "
         f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
         f"manylinux2014_{machine} libcst` and mount it there (or name it in TORCH_LAZYLOG_LIBS)"
     )
