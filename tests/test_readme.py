@@ -73,12 +73,14 @@ def test_the_mutation_command_and_its_equivalents_are_the_ones_ci_runs() -> None
         "rm -rf mutants && .venv/bin/mutmut run --max-children 1 && .venv/bin/python .ci/mutmut_check.py"
     )
     assert any(command in page.read_text() for page in pages())
-    named = [
+    lines = [
         line
         for line in (root / ".ci" / "mutmut-equivalent.txt").read_text().splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    assert all(re.fullmatch(r"patcher\.\S+__mutmut_\d+\s+# \S.*", line) for line in named), named
+    # each entry: the function and why, then the lines its mutant changes ("- " as written, "+ " mutated)
+    named = [line for line in lines if not line.startswith(("- ", "+ "))]
+    assert all(re.fullmatch(r"patcher(\.\w+)+  # \S.*", line) for line in named), named
     stated = block("equivalent")
     assert f"{len(named)} of " in stated, stated
 
