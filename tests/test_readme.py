@@ -6,9 +6,7 @@ import re
 from pathlib import Path
 
 from tests.docs import ROOT, block, pages
-from tests.test_safety_bytecode import BYTECODE_CASES
-from tests.test_safety_crash import _expected_points
-from tests.test_safety_fuzz import FUZZ_CASES, FUZZ_LONG_CASES
+from tests.helpers import BYTECODE_CASES, FUZZ_CASES, FUZZ_LONG_CASES, crash_points
 
 README = (ROOT / "README.md").read_text()
 
@@ -19,7 +17,7 @@ def _safety_row(start: str) -> str:
 
 
 def test_safety_table_counts_match_the_tests(tmp_path: Path) -> None:
-    apply_steps, revert_steps = len(_expected_points("apply")), len(_expected_points("revert"))
+    apply_steps, revert_steps = len(crash_points("apply")), len(crash_points("revert"))
     for start in ("exception at each", "SIGKILL at each"):
         assert f"{apply_steps} apply + {revert_steps} revert" in _safety_row(start)
     assert f"{BYTECODE_CASES} pycs" in _safety_row("pycs:")
