@@ -75,20 +75,20 @@ def test_every_named_equivalent_is_a_mutant_mutmut_makes(tmp_path: Path) -> None
 
 
 def test_an_unrelated_edit_keeps_every_name(tmp_path: Path) -> None:
-    """A new tiny function above record.py's code, and a new line at the top of _scan, whose mutants
-    mutmut numbers before every other of _scan's: each named change is still made (while mutmut's
-    index names of _scan's named mutants now name other changes)."""
+    """A new tiny function above record.py's code, and a new line at the top of rows(), whose mutants
+    mutmut numbers before every other of rows()'s: each named change is still made (while mutmut's
+    index names of rows()'s named mutants now name other changes)."""
     tree = _tree(tmp_path)
     record = tree / "patcher" / "core" / "record.py"
     before = _made(tree, ["patcher/core/record.py"])
     lines = record.read_text(encoding="utf-8").splitlines()
     first = next(i for i, line in enumerate(lines) if line.startswith(("def ", "class ")))
     lines[first:first] = ["def _unused() -> int:", "    return 1", "", ""]
-    scan = next(i for i, line in enumerate(lines) if line.startswith("def _scan("))
+    scan = next(i for i, line in enumerate(lines) if line.startswith("def rows("))
     lines.insert(scan + 1, '    assert path, "a path to look for"')
     record.write_text("\n".join(lines) + "\n", encoding="utf-8")
     after = _made(tree, ["patcher/core/record.py"])
     named = [change for change in _named() if change[0].startswith("patcher.core.record.")]
     assert named and all(change in after.values() for change in named)
     renamed = [name for name, change in before.items() if change in named and after.get(name) != change]
-    assert any("_scan__" in name for name in renamed), renamed
+    assert any("x_rows__" in name for name in renamed), renamed
