@@ -1,15 +1,22 @@
 #!/usr/bin/env python3
 """Compare mutmut's results with the mutants named as equivalent; exit 1 on any other survivor.
 
-Run after `mutmut run` in the checkout (its results live in ./mutants/). Every mutant that no test
-kills must be named, with its reason, in .ci/mutmut-equivalent.txt (`<mutant name>  # why`); a
-named mutant that is now killed is reported too, so the list stays exact. A timeout counts as a
-kill (the mutant changed what the code does). At most 5% of the mutants may be named.
+Run after `mutmut run` in the checkout (its results and mutated copies live in ./mutants/). Every
+mutant that no test kills must be named, with its reason, in .ci/mutmut-equivalent.txt: a line
+`<function>  # why`, then the lines the mutant changes, `- ` as written and `+ ` as mutated (what
+`mutmut show NAME` prints, without indentation). A mutant is known by its function and that change,
+never by mutmut's index within the function, which any edit to the function renumbers: an edit
+elsewhere leaves the list valid. The same change at two places in one function is one entry.
+A named mutant that is now killed or no longer made is reported too, so the list stays exact. A
+timeout counts as a kill (the mutant changed what the code does). At most 5% of the mutants may be named.
 """
 
 from __future__ import annotations
 
+import ast
 import collections
+import difflib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,25 +25,42 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMED = ROOT / ".ci" / "mutmut-equivalent.txt"
 KILLED = {"killed", "timeout", "caught by type check"}
 LIMIT = 0.05
+# mutmut's name of a mutant: the module, then x_<function> or xǁ<class>ǁ<method>, then its index.
+MUTANT = re.compile(r"(?P<module>[\w.]+?)\.(?P<function>x_\w+?|xǁ\w+?ǁ\w+?)__mutmut_(?P<index>\d+|orig)")
+
+# A mutant as the list names it: the function ("patcher.core.undo.UndoRecord.to_bytes"), the lines
+# as written and the lines as mutated (each stripped of its indentation).
+Change = tuple[str, tuple[str, ...], tuple[str, ...]]
 
 
-def named() -> dict[str, str]:
-    out: dict[str, str] = {}
-    for number, line in enumerate(NAMED.read_text(encoding="utf-8").splitlines(), 1):
-        text = line.strip()
-        if not text or text.startswith("#"):
-            continue
-        name, _, why = text.partition("#")
-        if not why.strip():
-            sys.exit(f"{NAMED.name}:{number}: {name.strip()} is named without a reason")
+def named(text: str) -> dict[Change, str]:
+    out: dict[Change, str] = {}
+    entries: list[tuple[int, str, str, dict[str, list[str]]]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.startswith(("- ", "+ ")):
+            if not entries:
+                sys.exit(f"{NAMED.name}:{number}: a changed line before any function")
+            entries[-1][3][line[0]].append(line[2:].strip())
+        elif line.strip() and not line.startswith("#"):
+            function, _, why = line.partition("#")
+            if not why.strip():
+                sys.exit(f"{NAMED.name}:{number}: {function.strip()} is named without a reason")
+            entries.append((number, function.strip(), why.strip(), {"-": [], "+": []}))
+    for number, function, why, lines in entries:
+        old, new = lines["-"], lines["+"]
+        if not old and not new:
+            sys.exit(f"{NAMED.name}:{number}: {function} is named without the lines it changes")
         # "# 3.12+: why": equivalent only from that Python on (a builtin's argument handling changed);
         # on an older one the name is neither excused nor stale.
-        since = why.strip().split(":", 1)[0]
+        since = why.split(":", 1)[0]
         if since.endswith("+") and since[:-1].replace(".", "").isdigit():
             wanted = tuple(int(part) for part in since[:-1].split("."))
             if sys.version_info[: len(wanted)] < wanted:
                 continue
-        out[name.strip()] = why.strip()
+        key = (function, tuple(old), tuple(new))
+        if key in out:
+            sys.exit(f"{NAMED.name}:{number}: {function} names the same change twice")
+        out[key] = why
     return out
 
 
@@ -52,28 +76,68 @@ def results(mutmut: str) -> dict[str, str]:
     return found
 
 
+def _function(mangled: str) -> str:
+    """x_hash_field -> hash_field; xǁUndoRecordǁto_bytes -> UndoRecord.to_bytes"""
+    return mangled[2:] if mangled.startswith("x_") else ".".join(mangled.split("ǁ")[1:])
+
+
+def changes(names: list[str], mutants: Path) -> dict[str, Change]:
+    """Each mutant's change, read from mutmut's mutated copy of its module: the lines where its
+    function differs from the function as written (mutmut keeps both there)."""
+    by_module: dict[str, list[re.Match[str]]] = collections.defaultdict(list)
+    for name in names:
+        match = MUTANT.fullmatch(name)
+        if match is None:
+            sys.exit(f"mutmut-check: a mutant name not in mutmut's form: {name}")
+        by_module[match["module"]].append(match)
+    out: dict[str, Change] = {}
+    for module, matches in by_module.items():
+        text = (mutants / Path(*module.split("."))).with_suffix(".py").read_text(encoding="utf-8")
+        lines = text.splitlines()
+        sources: dict[str, list[str]] = {}
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "__mutmut_" in node.name:
+                body = lines[node.lineno - 1 : node.end_lineno]
+                plain = _function(node.name.rpartition("__mutmut_")[0]).rpartition(".")[2]
+                sources[node.name] = [body[0].replace(node.name, plain, 1), *body[1:]]
+        for match in matches:
+            generated = match[0].rpartition(".")[2]
+            orig, mutant = sources[f"{match['function']}__mutmut_orig"], sources[generated]
+            old: list[str] = []
+            new: list[str] = []
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+                None, orig, mutant, autojunk=False
+            ).get_opcodes():
+                if tag != "equal":
+                    old += [line.strip() for line in orig[i1:i2]]
+                    new += [line.strip() for line in mutant[j1:j2]]
+            out[match[0]] = (f"{module}.{_function(match['function'])}", tuple(old), tuple(new))
+    return out
+
+
+def entry(change: Change, why: str) -> str:
+    function, old, new = change
+    return "\n".join([f"{function}  # {why}", *(f"- {line}" for line in old), *(f"+ {line}" for line in new)])
+
+
 def module(name: str) -> str:
     return name.split(".x_")[0].split(".xǁ")[0]
 
 
 def main() -> int:
     mutmut = sys.argv[1] if len(sys.argv) > 1 else str(ROOT / ".venv" / "bin" / "mutmut")
-    found, equivalent = results(mutmut), named()
+    found, equivalent = results(mutmut), named(NAMED.read_text(encoding="utf-8"))
     if not found:
         print("mutmut-check: no results (run `mutmut run` first)")
         return 1
     survivors = {n for n, s in found.items() if s not in KILLED}
-    unnamed = sorted(survivors - set(equivalent))
-    stale = sorted(set(equivalent) - survivors)
+    change = changes(sorted(survivors), ROOT / "mutants")
+    excused = {n for n in survivors if change[n] in equivalent}
+    unnamed = sorted(survivors - excused)
+    stale = sorted(set(equivalent) - {change[n] for n in excused})
     per: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for name, status in found.items():
-        kind = (
-            "equivalent"
-            if name in equivalent and name in survivors
-            else "killed"
-            if status in KILLED
-            else "survived"
-        )
+        kind = "equivalent" if name in excused else "killed" if status in KILLED else "survived"
         per[module(name)][kind] += 1
         per[module(name)]["total"] += 1
     for mod in sorted(per):
@@ -82,16 +146,16 @@ def main() -> int:
             f"{mod}: {c['total']} mutants, {c['killed']} killed, {c['equivalent']} named equivalent, {c['survived']} survived"
         )
     total = len(found)
-    share = len(survivors & set(equivalent)) / total
+    share = len(excused) / total
     print(
-        f"all: {total} mutants, {total - len(survivors)} killed, {len(survivors & set(equivalent))} named equivalent ({share:.1%})"
+        f"all: {total} mutants, {total - len(survivors)} killed, {len(excused)} named equivalent ({share:.1%}) by {len(equivalent)} entries"
     )
     for name in unnamed:
-        print(f"survived, not named as equivalent: {name} ({found[name]}); see `mutmut show {name}`")
-    for name in stale:
-        print(
-            f"named as equivalent but {found.get(name, 'not generated')}: {name} (remove it from {NAMED.name})"
-        )
+        print(f"survived ({found[name]}), not named as equivalent (`mutmut show {name}`):")
+        print(entry(change[name], "why it changes nothing a caller can observe"))
+    for key in stale:
+        print(f"named as equivalent but killed or no longer made (remove it from {NAMED.name}):")
+        print(entry(key, equivalent[key]))
     if share > LIMIT:
         print(f"more than {LIMIT:.0%} of the mutants are named as equivalent")
     return 1 if unnamed or stale or share > LIMIT else 0

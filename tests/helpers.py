@@ -1,5 +1,6 @@
-"""Shared helpers: bytecode files, the tool as a separate process, the README's step, the single file and
-the checkout as a user clones it."""
+"""Shared helpers: bytecode files, the tool as a separate process (here or aimed at a venv), the README's
+step and JSON fields, the single file, the checkout as a user clones it, the write steps a crash can
+stop, and the case counts the README states."""
 
 from __future__ import annotations
 
@@ -11,8 +12,18 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from tests.docs import block
 
 MODES = {"timestamp": "TIMESTAMP", "checked-hash": "CHECKED_HASH", "unchecked-hash": "UNCHECKED_HASH"}
+ROOT = Path(__file__).resolve().parent.parent
+OPT_LEVELS = [0, 1, 2]
+# 3 modes x 3 optimisation levels, each checked after apply and after revert.
+BYTECODE_CASES = len(MODES) * len(OPT_LEVELS)
+# The mutation fuzzer's cases: the suite's, and `pytest -m fuzz_long`'s (the README's Safety table gives both).
+FUZZ_CASES = 300
+FUZZ_LONG_CASES = 5000
 
 _MAKE_PYC = r"""
 import importlib.util, json, py_compile, sys
@@ -128,3 +139,61 @@ def checkout_copy(destination: Path) -> Path:
             (destination / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(root / name, destination / name)
     return destination
+
+
+def readme_json_fields() -> list[str]:
+    table = block("json-fields")
+    return [f for row in re.findall(r"^\| (`[^|]+) \|", table, re.M) for f in re.findall(r"`(\w+)`", row)]
+
+
+def venv_tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    """This checkout's torch-lazylog (the runner's), aimed at the venv's interpreter with --python."""
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", *args, "--python", str(venv / "bin" / "python"), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.stdout, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
+
+
+def probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> dict[str, Any]:
+    """patcher.target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
+    nothing is installed there), so that the module that only ever runs beside torch is measured."""
+    import coverage
+
+    from patcher.target import inductor
+
+    assert inductor.__file__ is not None
+    env = dict(os.environ, PYTHONPATH=str(Path(coverage.__file__).parent.parent), TMPDIR=str(cwd))
+    env |= {"TORCHINDUCTOR_CACHE_DIR": str(cwd / "inductor"), "TRITON_CACHE_DIR": str(cwd / "triton")}
+    done = subprocess.run(
+        [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__,
+         json.dumps(params)],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def _names(tag: str) -> list[str]:
+    return ["torch_lazylog.json", "graph.py", f"graph.{tag}.opt-2.pyc", f"graph.{tag}.pyc", "RECORD"]
+
+
+def crash_points(command: str) -> list[str]:
+    """Every write step, in order: each new file staged (written, fsynced), then each moved into
+    place or removed. apply writes the undo record first; revert removes it last."""
+    names = _names(cache_tag())
+    staged = names if command == "apply" else names[1:]
+    points = [f"{stage}:{name}" for name in staged for stage in ("write", "fsync")]
+    for name in staged[:-1]:  # RECORD is moved last of the writes
+        points += [f"replace:{name}", f"replaced:{name}"]
+    if command == "apply":
+        points += [f"unlink:{foreign_pyc_name()}", f"unlinked:{foreign_pyc_name()}"]
+    points += ["replace:RECORD", "replaced:RECORD"]
+    if command == "revert":
+        points += ["unlink:torch_lazylog.json", "unlinked:torch_lazylog.json"]
+    return points

@@ -4,7 +4,6 @@ the JSON shape every command prints with `processes` added."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,52 +15,10 @@ from typing import Any
 import pytest
 
 from patcher.diagnose.verdict import START_RESOLUTION
-from tests.test_json_shape import _readme_fields
+from tests.diagnosing import NOBODY, TAG, diagnose_json, diagnose_text, loading
+from tests.helpers import readme_json_fields
 
 ROOT = Path(__file__).resolve().parent.parent
-TAG = "diagnose-cli"  # an argument that marks this suite's processes
-
-
-def _diagnose(
-    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None
-) -> tuple[int, dict[str, Any], str]:
-    done = subprocess.run(
-        [*(user or []), *((user and [_readable_python()]) or [sys.executable]), "-m", "patcher", "diagnose",
-         *args, "--json"],
-        capture_output=True, text=True, timeout=120, env=env,
-    )  # fmt: skip
-    assert done.stdout, done.stderr
-    assert "Traceback" not in done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, report, done.stderr
-
-
-def _text(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "patcher", "diagnose", *args], capture_output=True, text=True, timeout=120
-    )
-
-
-def _readable_python() -> str:
-    """An interpreter of the runner's version that `nobody` may run (the runner's may sit in /root)."""
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for place in [
-        os.path.dirname(os.path.realpath(sys.executable)),
-        *os.environ.get("PATH", "").split(":"),
-        "/usr/bin",
-        "/usr/local/bin",
-    ]:
-        candidate = os.path.join(place, version)
-        if os.path.isfile(candidate) and _nobody_runs(candidate):
-            return candidate
-    pytest.skip(f"no {version} on this machine that the user nobody may run")
-
-
-def _nobody_runs(python: str) -> bool:
-    return subprocess.run([*_NOBODY, python, "-c", "pass"], capture_output=True).returncode == 0
-
-
-_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
 def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
@@ -75,11 +32,11 @@ def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
             ("4194303", 2, "found none"),  # above the kernel's largest pid
         ]
         for pid, expected, said in cases:
-            code, report, _ = _diagnose(pid)
+            code, report, _ = diagnose_json(pid)
             assert (code, report["exit_code"]) == (expected, expected) and said in report["message"], report
             assert report["command"] == "diagnose" and report["processes"] == [] and report["next"] is None
-            assert report["message"].count(". ") == 0 and list(report) == [*_readme_fields(), "processes"]
-            text = _text(pid)
+            assert report["message"].count(". ") == 0 and list(report) == [*readme_json_fields(), "processes"]
+            text = diagnose_text(pid)
             assert text.returncode == expected and text.stdout == "" and text.stderr.count("\n") == 1
         if shutil.which("setpriv") is None:
             pytest.skip("setpriv is not installed")
@@ -88,7 +45,7 @@ def test_what_it_cannot_read_is_one_sentence(tmp_path: Path) -> None:
 
         paths = {str(Path(m.__file__).parent.parent) for m in (click, libcst) if m.__file__}
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *paths]))
-        code, report, _ = _diagnose(str(python.pid), user=_NOBODY, env=env)
+        code, report, _ = diagnose_json(str(python.pid), user=NOBODY, env=env)
         assert code == 4 and "SYS_PTRACE" in report["message"] and "root" in report["message"], report
     finally:
         python.kill()
@@ -115,27 +72,6 @@ def test_the_readme_shows_the_committed_diagnose_speed() -> None:
         assert f"| {row['measure']} | {row['value']} |" in table
 
 
-def _shared_object() -> str:
-    """A real shared object of the runner's standard library, to map as a torch/_C*.so."""
-    import importlib
-
-    for name in ("_ctypes", "_json", "_decimal", "zlib", "_ssl"):
-        path = getattr(importlib.import_module(name), "__file__", None) or ""
-        if path.endswith(".so"):
-            return path
-    pytest.skip("this Python has no standard-library extension module in a shared object")
-
-
-def _loading(torch_dir: Path) -> subprocess.Popen[bytes]:
-    """A Python that maps torch_dir's _C*.so (as `import torch` would) and sleeps."""
-    library = torch_dir / "_C.cpython-3-linux.so"
-    shutil.copyfile(_shared_object(), library)
-    code = f"import ctypes, time; ctypes.CDLL({str(library)!r}); print(flush=True); time.sleep(120)"
-    process = subprocess.Popen([sys.executable, "-c", code, TAG], stdout=subprocess.PIPE)
-    assert process.stdout is not None and process.stdout.readline() == b"\n"
-    return process
-
-
 @pytest.mark.parametrize(
     ("change", "code", "finding", "said"),
     [
@@ -151,14 +87,14 @@ def test_the_torch_a_process_mapped_is_read_from_its_bytes(
     torch_dir = release("2.10.0")
     graph = torch_dir / "_inductor" / "graph.py"
     before = graph.read_bytes()
-    process = _loading(torch_dir)
+    process = loading(torch_dir)
     try:
         time.sleep(2 * START_RESOLUTION)  # a change surely after the start, to the clock's tick
         if change == b"":
             graph.unlink()
         elif change is not None:
             graph.write_bytes(change)
-        exit_code, report, _ = _diagnose(str(process.pid))
+        exit_code, report, _ = diagnose_json(str(process.pid))
         assert exit_code == code, report
         (entry,) = report["processes"]
         assert entry["finding"] == finding and said in entry["message"], report
@@ -181,7 +117,7 @@ def test_a_zombie_is_named_as_exited() -> None:
         while not Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].startswith(" Z"):
             assert time.monotonic() < deadline, "the child never exited"
             time.sleep(0.05)
-        code, report, _ = _diagnose(str(child.pid))
+        code, report, _ = diagnose_json(str(child.pid))
         assert code == 2 and "has exited (a zombie" in report["message"], report
     finally:
         child.wait()
@@ -191,9 +127,9 @@ def test_a_zombie_is_named_as_exited() -> None:
     "args", [["abc"], ["--samples", "0", "1"], ["--interval", "nan", "1"], ["-5"], ["0"]]
 )
 def test_a_bad_argument_is_a_usage_error_of_the_same_shape(args: list[str]) -> None:
-    code, report, _ = _diagnose(*args)
+    code, report, _ = diagnose_json(*args)
     assert code == 2 and report["exit_code"] == 2, report
-    assert list(report) == [*_readme_fields(), "processes"] and report["processes"] == []
+    assert list(report) == [*readme_json_fields(), "processes"] and report["processes"] == []
 
 
 def test_without_py_spy_the_advice_names_the_command_for_the_tools_environment() -> None:

@@ -17,9 +17,9 @@ import pytest
 
 from patcher.diagnose import procs, stacks, verdict
 from tests.conftest import need, torch_venv
+from tests.diagnosing import diagnose_json, diagnose_text
 from tests.docs import command, commands
-from tests.test_diagnose_cli import _diagnose, _text
-from tests.test_e2e import _tool
+from tests.helpers import venv_tool
 
 SCENARIO = Path(__file__).parent / "scenarios" / "chain.py"
 TAG = "diagnose-e2e"  # an argument that marks this suite's processes
@@ -64,7 +64,7 @@ def _formatting(pid: int, timeout: float = 300, how: str = "eager") -> None:
 
 
 def _pristine(venv: Path) -> None:
-    code, report = _tool(venv, "revert")  # an interrupted run elsewhere may have left it patched
+    code, report = venv_tool(venv, "revert")  # an interrupted run elsewhere may have left it patched
     assert code == 0, report
 
 
@@ -93,7 +93,7 @@ def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
         _formatting(process.pid)
         before = _torch_files(venv)
         start = time.monotonic()
-        code, report, _ = _diagnose(str(process.pid))
+        code, report, _ = diagnose_json(str(process.pid))
         assert time.monotonic() - start < 30
         assert _torch_files(venv) == before  # read, never written: not even a pyc or a lock file
         assert code == 1 and report["exit_code"] == 1 and report["state"] == "pristine", report
@@ -104,7 +104,7 @@ def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
         names = [f["name"] for f in entry["frames"]]
         assert "OperatorIssue.operator_str" in names and "GraphLowering.call_function" in names
         assert report["next"] == f"torch-lazylog apply --python {venv / 'bin' / 'python'}"
-        text = _text(str(process.pid))
+        text = diagnose_text(str(process.pid))
         assert text.returncode == 1 and "nested __str__ frames" in text.stdout
         assert _torch_dir(venv) in text.stdout and "Next: torch-lazylog apply --python" in text.stdout
         time.sleep(1)
@@ -122,11 +122,11 @@ def test_a_parent_reports_both_ranks(tmp_path: Path) -> None:
         assert len(ranks) == 2
         for rank in ranks:
             _formatting(rank)
-        code, report, _ = _diagnose(str(parent.pid))
+        code, report, _ = diagnose_json(str(parent.pid))
         assert code == 1, report
         assert sorted(e["pid"] for e in report["processes"]) == ranks  # the parent has no torch loaded
         assert {e["finding"] for e in report["processes"]} == {"eager-formatting"}
-        code, report, _ = _diagnose(str(parent.pid), "--no-children")
+        code, report, _ = diagnose_json(str(parent.pid), "--no-children")
         assert code == 4 and "has not imported torch" in report["message"], report
 
 
@@ -139,7 +139,7 @@ def test_a_diagnosed_run_ends_as_an_undiagnosed_one(tmp_path: Path) -> None:
     ):
         _formatting(read.pid)
         for _ in range(3):
-            code, report, _ = _diagnose(str(read.pid))
+            code, report, _ = diagnose_json(str(read.pid))
             assert code == 1 and report["processes"][0]["finding"] == "eager-formatting", report
         assert read.wait(timeout=600) == 0 and plain.wait(timeout=600) == 0
     ours, theirs = (tmp_path / "read.out").read_text(), (tmp_path / "plain.out").read_text()
@@ -152,8 +152,8 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
     try:
         with _running(_chain(venv, DEEP), tmp_path, "before") as before:
             _formatting(before.pid)
-            assert _tool(venv, "apply")[0] == 0
-            code, report, _ = _diagnose(str(before.pid))
+            assert venv_tool(venv, "apply")[0] == 0
+            code, report, _ = diagnose_json(str(before.pid))
             (entry,) = report["processes"]
             assert code == 1 and entry["restart"] is True and entry["state"] == "patched", report
             assert "restart it" in entry["message"] and entry["next"] is None
@@ -162,13 +162,13 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
             while "done" not in (tmp_path / "after.out").read_text() and time.monotonic() < end:
                 time.sleep(0.5)
             assert "done" in (tmp_path / "after.out").read_text()
-            code, report, _ = _diagnose(str(after.pid))
+            code, report, _ = diagnose_json(str(after.pid))
             (entry,) = report["processes"]
             assert code == 0 and entry["finding"] == "lazy" and entry["restart"] is False, report
             assert report["next"] is None
         with _running(_chain(venv, DEEP), tmp_path, "info", TORCH_LOGS="inductor") as info:
             _formatting(info.pid, how="logging")  # lazy, and built all the same: INFO emits it
-            code, report, _ = _diagnose(str(info.pid))
+            code, report, _ = diagnose_json(str(info.pid))
             (entry,) = report["processes"]
             assert code == 0 and entry["finding"] == "info-formatting", report
             assert "TORCH_LOGS=inductor" in entry["message"] and entry["str_depth"] >= 10
@@ -181,7 +181,7 @@ def test_no_pid_finds_every_process_with_torch(tmp_path: Path) -> None:
     _pristine(venv)
     with _running(_chain(venv, DEEP), tmp_path, "any") as process:
         _formatting(process.pid)
-        code, report, _ = _diagnose()
+        code, report, _ = diagnose_json()
         assert code == 1 and process.pid in [e["pid"] for e in report["processes"]], report
 
 
@@ -208,7 +208,7 @@ def test_a_container_is_diagnosed_from_the_host() -> None:
             images.docker(*[name if w == "demo" else w for w in shlex.split(inner[1])][1:]).stdout.strip()
         )
         _formatting(pid)
-        code, report, _ = _diagnose(str(pid))
+        code, report, _ = diagnose_json(str(pid))
         (entry,) = report["processes"]
         assert code == 1 and entry["finding"] == "eager-formatting" and entry["container"] is True, report
         assert entry["torch_dir"].startswith("/opt/venv/lib/python3.")

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_diagnose_cli import _NOBODY, TAG, _diagnose, _loading, _text
+from tests.diagnosing import NOBODY, TAG, diagnose_json, diagnose_text, loading, shared_object
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +44,7 @@ def _running(*processes: subprocess.Popen[bytes]) -> Iterator[None]:
 @pytest.mark.parametrize("word", ["abc", "0", "-5", "1.5", "\u0661", "+7", " 7"])
 def test_a_malformed_pid_is_one_sentence_and_a_usage_error(word: str) -> None:
     """Like every other input diagnose cannot use: one sentence on stderr, exit 2, no usage block."""
-    text = _text("--", word)
+    text = diagnose_text("--", word)
     assert text.returncode == 2 and text.stdout == "", text.stderr
     assert (
         text.stderr.startswith("torch-lazylog: error: Expected a process ID") and text.stderr.count("\n") == 1
@@ -105,10 +105,8 @@ def test_root_without_cap_sys_ptrace_names_the_capability_and_the_namespace() ->
 
 def _launcher(torch_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
     """A Python without torch that started one which maps torch_dir's _C*.so (a launcher and its rank)."""
-    from tests.test_diagnose_cli import _shared_object
-
     library = torch_dir / "_C.cpython-3-linux.so"
-    shutil.copyfile(_shared_object(), library)
+    shutil.copyfile(shared_object(), library)
     rank = f"import ctypes, time; ctypes.CDLL({str(library)!r}); print(flush=True); time.sleep(120)"
     code = (
         "import subprocess, sys, time\n"
@@ -130,11 +128,11 @@ def test_a_launcher_without_torch_is_passed_over_for_every_user(release: Callabl
 
     parent, rank = _launcher(release("2.10.0"))
     try:
-        code, report, _ = _diagnose(str(parent.pid))
+        code, report, _ = diagnose_json(str(parent.pid))
         assert code == 1 and [e["pid"] for e in report["processes"]] == [rank], report
         paths = {str(Path(m.__file__).parent.parent) for m in (click, libcst) if m.__file__}
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *paths]))
-        code, report, _ = _diagnose(str(parent.pid), user=_NOBODY, env=env)
+        code, report, _ = diagnose_json(str(parent.pid), user=NOBODY, env=env)
         assert code == 4 and f"read process {rank}'s memory map" in report["message"], report
         assert "no ptrace rights" in report["message"] and str(parent.pid) not in report["message"]
     finally:
@@ -156,7 +154,7 @@ def test_a_process_gone_mid_sampling_is_said_to_have_exited(release: Callable[[s
     import json
 
     torch_dir = release("2.10.0")
-    leaving, staying = _loading(torch_dir), _loading(torch_dir)
+    leaving, staying = loading(torch_dir), loading(torch_dir)
     with _running(leaving, staying):
         run = subprocess.Popen(
             [sys.executable, "-m", "patcher", "diagnose", str(leaving.pid), str(staying.pid), "--json",
@@ -180,13 +178,13 @@ def test_a_process_gone_mid_sampling_is_said_to_have_exited(release: Callable[[s
 
 
 def test_the_top_level_torch_fields_are_null_over_two_torches(release: Callable[[str], Path]) -> None:
-    first, second = _loading(release("2.10.0")), _loading(release("2.9.1"))
+    first, second = loading(release("2.10.0")), loading(release("2.9.1"))
     with _running(first, second):
-        code, report, _ = _diagnose(str(first.pid), str(second.pid), "--samples", "1")
+        code, report, _ = diagnose_json(str(first.pid), str(second.pid), "--samples", "1")
     assert code == 1 and len(report["processes"]) == 2, report
     assert (report["sha256"], report["release"], report["match"]) == (None, None, None)
-    with _running(only := _loading(release("2.9.1"))):
-        code, report, _ = _diagnose(str(only.pid), "--samples", "1")
+    with _running(only := loading(release("2.9.1"))):
+        code, report, _ = diagnose_json(str(only.pid), "--samples", "1")
     assert (report["release"], report["match"]) == ("2.9.1", "exact"), report
 
 
@@ -210,7 +208,7 @@ def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
         f'#!/bin/sh\ntouch {held}\nwhile [ ! -e {go} ]; do sleep 0.01; done\nexec {stacks.find()} "$@"\n'
     )
     wrapper.chmod(0o755)
-    leaving = _loading(release("2.10.0"))
+    leaving = loading(release("2.10.0"))
     with _running(leaving):
         run = subprocess.Popen(
             [str(tmp_path / "venv" / "bin" / "python"), str(single), "diagnose", str(leaving.pid)],

@@ -4,37 +4,21 @@
 from __future__ import annotations
 
 import hashlib
-import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from patcher.install import runtime
 from tests import realdata
 from tests.conftest import need, torch_venv
+from tests.helpers import probe_under_coverage, venv_tool
 
-ROOT = Path(__file__).resolve().parent.parent
 DEEP = 16  # fan-in-2 chain depth: the eager text is large, the patched compile is not
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
-
-
-def _tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
-    """This checkout's torch-lazylog (the runner's), aimed at the venv's interpreter with --python."""
-    done = subprocess.run(
-        [sys.executable, "-m", "patcher", *args, "--python", str(venv / "bin" / "python"), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-    )
-    assert done.stdout, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, report
 
 
 def _graph(venv: Path) -> Path:
@@ -51,7 +35,7 @@ def _pristine_sha(version: str) -> str:
 def test_real_torch_end_to_end(version: str) -> None:
     venv = torch_venv(version)
     python = str(venv / "bin" / "python")
-    code, report = _tool(venv, "revert")  # a previous, interrupted run may have left it patched
+    code, report = venv_tool(venv, "revert")  # a previous, interrupted run may have left it patched
     assert code == 0, report
     graph = _graph(venv)
     original = graph.read_bytes()
@@ -59,7 +43,7 @@ def test_real_torch_end_to_end(version: str) -> None:
         "the cached venv's torch is not pristine"
     )
 
-    code, report = _tool(venv, "verify", "--runtime")
+    code, report = venv_tool(venv, "verify", "--runtime")
     assert code == 1 and report["state"] == "pristine", report
     checks = {c["name"]: c["passed"] for c in report["checks"]}
     assert checks["not_formatted_when_filtered"] is False
@@ -70,11 +54,11 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert before["calls"]["filtered"] >= 1
     assert before["runs"][0]["correct"] is True
 
-    code, report = _tool(venv, "apply")
+    code, report = venv_tool(venv, "apply")
     assert code == 0 and report["changed"] is True and report["release"] == version, report
-    code, report = _tool(venv, "verify")
+    code, report = venv_tool(venv, "verify")
     assert code == 0, report
-    code, report = _tool(venv, "verify", "--runtime")
+    code, report = venv_tool(venv, "verify", "--runtime")
     assert code == 0, report
     assert (
         f"{len(report['checks'])} checks passed" in report["message"]
@@ -92,20 +76,20 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert after["calls"]["filtered"] == 0
     assert after["runs"][0]["correct"] is True
 
-    code, report = _tool(venv, "revert")
+    code, report = venv_tool(venv, "revert")
     assert code == 0 and report["changed"] is True, report
     assert graph.read_bytes() == original
-    code, report = _tool(venv, "verify", "--runtime")
+    code, report = venv_tool(venv, "verify", "--runtime")
     assert code == 1 and report["state"] == "pristine", report
 
 
 def test_real_torch_2_13_is_natively_lazy() -> None:
     venv = torch_venv("2.13.0")
-    code, report = _tool(venv, "verify", "--runtime")
+    code, report = venv_tool(venv, "verify", "--runtime")
     assert code == 0, report
     assert (report["state"], report["release"]) == ("ships-lazy", "2.13.0")
     assert all(c["passed"] for c in report["checks"])
-    code, report = _tool(venv, "apply")
+    code, report = venv_tool(venv, "apply")
     assert code == 0 and report["changed"] is False and report["state"] == "ships-lazy"
 
 
@@ -140,7 +124,7 @@ def _user_caches() -> dict[str, tuple[int, int]]:
 def test_runtime_check_leaves_no_compiled_artifacts() -> None:
     venv = torch_venv("2.13.0")
     before = _user_caches()
-    code, report = _tool(venv, "verify", "--runtime")
+    code, report = venv_tool(venv, "verify", "--runtime")
     assert code == 0, report
     assert _user_caches() == before
 
@@ -158,42 +142,20 @@ def test_runtime_check_without_importable_torch_is_an_environment_error(tmp_path
     assert "but it finds no torch" in done.stderr  # said by locating, before anything is imported
 
 
-def _probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> dict[str, Any]:
-    """patcher.target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
-    nothing is installed there), so that the module that only ever runs beside torch is measured."""
-    import coverage
-
-    from patcher.target import inductor
-
-    assert inductor.__file__ is not None
-    env = dict(os.environ, PYTHONPATH=str(Path(coverage.__file__).parent.parent), TMPDIR=str(cwd))
-    env |= {"TORCHINDUCTOR_CACHE_DIR": str(cwd / "inductor"), "TRITON_CACHE_DIR": str(cwd / "triton")}
-    done = subprocess.run(
-        [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__,
-         json.dumps(params)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
-
-
 def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
     python = torch_venv("2.13.0") / "bin" / "python"
     params: dict[str, object] = {"depth": 4, "phases": list(runtime.PHASES), "repeat": 1, "warmup": True}
-    result = _probe_under_coverage(python, params, tmp_path)
+    result = probe_under_coverage(python, params, tmp_path)
     assert result["error"] is None, result
     assert [c["name"] for c in result["checks"]] == [
         "compiled_result_correct", "not_formatted_when_filtered", "info_text_identical", "error_carries_operator_text",
     ]  # fmt: skip
     assert all(c["passed"] for c in result["checks"]), result
-    elsewhere = _probe_under_coverage(
-        python, {**params, "expect_graph": str(tmp_path / "graph.py")}, tmp_path
-    )
+    elsewhere = probe_under_coverage(python, {**params, "expect_graph": str(tmp_path / "graph.py")}, tmp_path)
     assert elsewhere["checks"] == [] and elsewhere["graph_py"].endswith("graph.py")
     bare = tmp_path / "bare"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
-    missing = _probe_under_coverage(bare / "bin" / "python", params, tmp_path)
+    missing = probe_under_coverage(bare / "bin" / "python", params, tmp_path)
     assert missing["error"].startswith("import torch failed"), missing
 
 
@@ -205,10 +167,10 @@ def test_the_reinstall_advice_resolves_on_the_index() -> None:
     graph = _graph(venv)
     original = graph.read_bytes()
     try:
-        assert _tool(venv, "apply")[0] == 0
+        assert venv_tool(venv, "apply")[0] == 0
         patched = graph.read_bytes()
         graph.write_bytes(patched + b"# edited after apply\n")
-        code, report = _tool(venv, "revert")
+        code, report = venv_tool(venv, "revert")
         assert code == 3 and report["state"] == "edited", report
         advice = report["next"]
         assert advice == f"{venv / 'bin' / 'python'} -m pip install --force-reinstall --no-deps torch==2.10.0"
@@ -221,5 +183,5 @@ def test_the_reinstall_advice_resolves_on_the_index() -> None:
         assert done.returncode == 0, done.stderr[-2000:]
         graph.write_bytes(patched)
     finally:
-        assert _tool(venv, "revert")[0] == 0
+        assert venv_tool(venv, "revert")[0] == 0
         assert graph.read_bytes() == original

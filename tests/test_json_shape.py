@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import typing
@@ -15,15 +14,9 @@ import pytest
 from patcher.core.state import State
 from tests import realdata
 from tests.conftest import need
+from tests.helpers import readme_json_fields
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _readme_fields() -> list[str]:
-    from tests.docs import block
-
-    table = block("json-fields")
-    return [f for row in re.findall(r"^\| (`[^|]+) \|", table, re.M) for f in re.findall(r"`(\w+)`", row)]
 
 
 def _tool(*args: str) -> tuple[int, dict[str, object]]:
@@ -101,7 +94,7 @@ def test_every_exit_path_prints_the_documented_shape(
 ) -> None:
     exit_code, report = _tool(command, *args(tmp_path))
     assert exit_code == code, report
-    assert list(report) == _readme_fields()
+    assert list(report) == readme_json_fields()
     assert report["command"] == command and report["exit_code"] == code
     assert isinstance(report["message"], str) and report["message"].endswith(".")
     assert not report["message"].endswith("..") and "Traceback" not in report["message"]

@@ -12,13 +12,9 @@ import pytest
 from click.testing import Result
 
 from tests.conftest import need_other_python
-from tests.helpers import cache_tag, check_pyc, make_pyc, tool
+from tests.helpers import MODES, OPT_LEVELS, cache_tag, check_pyc, make_pyc, tool
 
-MODES = ["timestamp", "checked-hash", "unchecked-hash"]
 FLAGS = {"timestamp": 0, "checked-hash": 3, "unchecked-hash": 1}
-OPT_LEVELS = [0, 1, 2]
-# 3 modes x 3 optimisation levels, each checked after apply and after revert.
-BYTECODE_CASES = len(MODES) * len(OPT_LEVELS)
 
 
 def _other_python() -> str:
@@ -35,7 +31,7 @@ def _assert_fresh(pycs: dict[int, Path], graph: Path, mode: str, python: str = s
         )
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", list(MODES))
 def test_every_mode_and_level_runs_the_current_source(
     mode: str, release: Callable[[str], Path], run: Callable[..., Result]
 ) -> None:

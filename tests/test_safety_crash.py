@@ -23,7 +23,7 @@ from click.testing import Result
 from patcher.install import fsio
 from tests import faults, realdata
 from tests.conftest import need, snapshot
-from tests.helpers import cache_tag, check_pyc, foreign_pyc_name, make_pyc, tool
+from tests.helpers import cache_tag, check_pyc, crash_points, foreign_pyc_name, make_pyc, tool
 
 VERSION = "2.10.0"
 TEMP = "*.torch-lazylog.tmp"
@@ -42,27 +42,7 @@ def _tree(base: Path, name: str) -> Path:
     return torch_dir
 
 
-def _names(tag: str) -> list[str]:
-    return ["torch_lazylog.json", "graph.py", f"graph.{tag}.opt-2.pyc", f"graph.{tag}.pyc", "RECORD"]
-
-
-def _expected_points(command: str) -> list[str]:
-    """Every write step, in order: each new file staged (written, fsynced), then each moved into
-    place or removed. apply writes the undo record first; revert removes it last."""
-    names = _names(cache_tag())
-    staged = names if command == "apply" else names[1:]
-    points = [f"{stage}:{name}" for name in staged for stage in ("write", "fsync")]
-    for name in staged[:-1]:  # RECORD is moved last of the writes
-        points += [f"replace:{name}", f"replaced:{name}"]
-    if command == "apply":
-        points += [f"unlink:{foreign_pyc_name()}", f"unlinked:{foreign_pyc_name()}"]
-    points += ["replace:RECORD", "replaced:RECORD"]
-    if command == "revert":
-        points += ["unlink:torch_lazylog.json", "unlinked:torch_lazylog.json"]
-    return points
-
-
-POINTS = [(command, point) for command in ("apply", "revert") for point in _expected_points(command)]
+POINTS = [(command, point) for command in ("apply", "revert") for point in crash_points(command)]
 
 
 def _points(command: str, tmp_path: Path) -> list[str]:
@@ -82,7 +62,7 @@ def _without_pycache(snap: dict[str, tuple[bytes, int, int]]) -> dict[str, tuple
 @pytest.mark.parametrize("command", ["apply", "revert"])
 def test_the_crash_cases_are_every_traced_write_step(command: str, tmp_path: Path) -> None:
     """The parametrised crash cases below are exactly the steps a real run passes, in order."""
-    assert _points(command, tmp_path) == _expected_points(command)
+    assert _points(command, tmp_path) == crash_points(command)
 
 
 def _record_row_matches(site: Path, graph: bytes) -> bool:

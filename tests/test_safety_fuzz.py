@@ -20,9 +20,8 @@ from patcher.core.classify import decide
 from patcher.install import definitions as spec_module
 from tests import realdata
 from tests.conftest import need
+from tests.helpers import FUZZ_CASES, FUZZ_LONG_CASES
 
-FUZZ_CASES = 300
-FUZZ_LONG_CASES = 5000
 SPEC = spec_module.load()
 EAGER = b"error.operator_str(target, args, kwargs)"
 LAZY = b"LazyString(error.operator_str, target, args, kwargs)"

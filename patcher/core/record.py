@@ -10,20 +10,17 @@ parsed as CSV (torch's RECORD has tens of thousands of rows, and this runs on ev
 
 from __future__ import annotations
 
-import binascii
+import base64
+import csv
+import hashlib
+import io
 import posixpath
 from typing import Literal, NamedTuple
 
 from patcher.core.errors import damaged
-from patcher.core.hashes import sha256_digest
 
-# hashlib.algorithms_guaranteed but the shakes (whose digest needs a length no RECORD row gives),
-# spelled out so that reading RECORD needs no hashlib
-GUARANTEED = frozenset(
-    {"md5", "sha1", "sha224", "sha256", "sha384", "sha512", "blake2b", "blake2s"}
-    | {"sha3_224", "sha3_256", "sha3_384", "sha3_512"}
-)
-_URLSAFE = bytes.maketrans(b"+/", b"-_")  # base64's urlsafe alphabet, without importing base64
+# hashlib.algorithms_guaranteed but the shakes, whose digest needs a length no RECORD row gives
+GUARANTEED = frozenset(hashlib.algorithms_guaranteed - {"shake_128", "shake_256"})
 RowFit = Literal["absent", "current", "unhashed", "missing", "duplicate", "other"]
 
 
@@ -42,9 +39,7 @@ def _fields(line: bytes) -> list[str]:
         raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
     if '"' not in text:
         return text.split(",")  # a row without quoting: what csv would read
-    import csv  # a quoted row (a path with a comma or a quote)
-
-    try:
+    try:  # a quoted row (a path with a comma or a quote)
         return next(csv.reader([text]))  # one line: always one row
     except csv.Error as exc:
         raise damaged(f"it has a malformed row ({exc})") from exc
@@ -77,24 +72,9 @@ def _ends_a_path(record: bytes, at: int, size: int) -> bool:
     return before in (b"/", b'"', b"\n", b"\r") and after in (b",", b'"', b"\n", b"\r")
 
 
-# rows()'s answers about the last RECORD it read (kept with it, so `is` tells the same bytes): every
-# command asks about one RECORD several times, and the scan for a short name costs more than the
-# rest of the work. Another RECORD replaces them all.
-_seen: list[tuple[bytes, dict[tuple[str, str], tuple[Row, ...]]]] = []
-
-
 def rows(record: bytes, path: str, base: str = "") -> list[Row]:
     """The rows of a RECORD that name `path`, in any form, with byte offsets: the one way this tool
     reads RECORD."""
-    if not _seen or _seen[0][0] is not record:
-        _seen[:] = [(record, {})]
-    answers = _seen[0][1]
-    if (path, base) not in answers:
-        answers[(path, base)] = tuple(_scan(record, path, base))
-    return list(answers[(path, base)])
-
-
-def _scan(record: bytes, path: str, base: str) -> list[Row]:
     key = posixpath.basename(path).encode("utf-8")
     found: list[Row] = []
     at = record.find(key)
@@ -114,14 +94,10 @@ def _scan(record: bytes, path: str, base: str) -> list[Row]:
 
 
 def hash_field(algorithm: str, data: bytes) -> str:
-    if algorithm == "sha256":
-        digest = sha256_digest(data)
-    else:
-        import hashlib  # another algorithm the spec allows
-
-        digest = hashlib.new(algorithm, data).digest()
-    encoded = binascii.b2a_base64(digest, newline=False)
-    return f"{algorithm}=" + encoded.translate(_URLSAFE).rstrip(b"=").decode("ascii")
+    """The field a RECORD row gives for these bytes: the algorithm, "=", the digest in urlsafe base64
+    without padding."""
+    digest = hashlib.new(algorithm, data).digest()
+    return f"{algorithm}=" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
 
 
 def describes(field: str, data: bytes) -> bool:
@@ -151,9 +127,6 @@ def names(record: bytes | None, path: str, data: bytes, base: str = "") -> bool:
 
 
 def _row(*fields: str) -> bytes:
-    import csv
-    import io
-
     out = io.StringIO()
     csv.writer(out, lineterminator="").writerow(fields)
     return out.getvalue().encode("utf-8")

@@ -198,13 +198,6 @@ def test_the_added_row_takes_the_line_end_of_graph_pys_row() -> None:
     assert record.pointed(rec, ROW, NEW, add="u.json") == f"a.py,,\r\n{ROW},,\nu.json,,\nb.py,,\r\n".encode()
 
 
-def test_rows_answers_with_nothing_remembered_yet() -> None:
-    """The first question of a process (no RECORD read before) is answered, not failed."""
-    record._seen.clear()
-    (row,) = record.rows(f"{ROW},,\n".encode(), ROW)
-    assert row.path == ROW
-
-
 def test_a_rejected_name_does_not_skip_the_rows_after_it() -> None:
     """`subgraph.py` ends with graph.py's name; the scan goes on from there, row by row."""
     rec = f"torch/_inductor/subgraph.py,,\n{ROW},,1\ntorch/x/graph.py,,\n".encode()

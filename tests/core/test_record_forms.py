@@ -110,7 +110,7 @@ def test_without_noop_for_another_file() -> None:
 
 
 def test_rows_answers_each_record_by_its_own_bytes() -> None:
-    """rows() remembers its answers about the last RECORD it read: never another RECORD's."""
+    """Each RECORD is answered by its own bytes and base, whatever was asked before."""
     first = _record(GRAPH)
     assert [r.path for r in record.rows(first, GRAPH, SITE)] == [GRAPH]
     answer = record.rows(first, GRAPH, SITE)

@@ -1,0 +1,79 @@
+"""diagnose run as a user runs it, and the processes its tests start (marked with TAG): shared by
+the diagnose test modules."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TAG = "diagnose-cli"  # an argument that marks this suite's processes
+
+
+def diagnose_json(
+    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None
+) -> tuple[int, dict[str, Any], str]:
+    done = subprocess.run(
+        [*(user or []), *((user and [readable_python()]) or [sys.executable]), "-m", "patcher", "diagnose",
+         *args, "--json"],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.stdout, done.stderr
+    assert "Traceback" not in done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report, done.stderr
+
+
+def diagnose_text(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", "diagnose", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def readable_python() -> str:
+    """An interpreter of the runner's version that `nobody` may run (the runner's may sit in /root)."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for place in [
+        os.path.dirname(os.path.realpath(sys.executable)),
+        *os.environ.get("PATH", "").split(":"),
+        "/usr/bin",
+        "/usr/local/bin",
+    ]:
+        candidate = os.path.join(place, version)
+        if os.path.isfile(candidate) and nobody_runs(candidate):
+            return candidate
+    pytest.skip(f"no {version} on this machine that the user nobody may run")
+
+
+def nobody_runs(python: str) -> bool:
+    return subprocess.run([*NOBODY, python, "-c", "pass"], capture_output=True).returncode == 0
+
+
+NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def shared_object() -> str:
+    """A real shared object of the runner's standard library, to map as a torch/_C*.so."""
+    import importlib
+
+    for name in ("_ctypes", "_json", "_decimal", "zlib", "_ssl"):
+        path = getattr(importlib.import_module(name), "__file__", None) or ""
+        if path.endswith(".so"):
+            return path
+    pytest.skip("this Python has no standard-library extension module in a shared object")
+
+
+def loading(torch_dir: Path) -> subprocess.Popen[bytes]:
+    """A Python that maps torch_dir's _C*.so (as `import torch` would) and sleeps."""
+    library = torch_dir / "_C.cpython-3-linux.so"
+    shutil.copyfile(shared_object(), library)
+    code = f"import ctypes, time; ctypes.CDLL({str(library)!r}); print(flush=True); time.sleep(120)"
+    process = subprocess.Popen([sys.executable, "-c", code, TAG], stdout=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.readline() == b"\n"
+    return process
