@@ -230,13 +230,14 @@ def from_variable(message: str, option: str, variable: str, value: str) -> str:
     return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
 
 
-def missing_libcst_dir(what: str, minor: str, machine: str, libs: str) -> str:
-    """The single file without a libcst for this Python: the directory to mount beside it."""
+def missing_libcst_dir(what: str, minor: str, machine: str, libs: str, variable: str) -> str:
+    """The single file without a libcst for this Python: the directory to mount beside it, or to name
+    in `variable`."""
     return (
         f"Expected libcst to {what}, but torch-lazylog.pyz found none for this Python ({minor} on "
         f"{machine}) in {libs}. Nothing was written; make that directory beside the file with `pip install "
         f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
-        f"manylinux2014_{machine} libcst` and mount it there (or name it in TORCH_LAZYLOG_LIBS)"
+        f"manylinux2014_{machine} libcst` and mount it there (or name it in {variable})"
     )
 
 
