@@ -13,12 +13,13 @@ from patcher.core.spec import PatchSpec, Release
 if TYPE_CHECKING:
     from patcher.core.outcome import Refused, Rewritten, Site
 
-State = Literal["eager", "patched", "native", "unknown"]
+# What the bytes are against the release table (not the install's state, patcher.core.state.State).
+SourceKind = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
 
 
 class Known(NamedTuple):
-    state: State
+    state: SourceKind
     release: Release | None
     match: Match | None
     reason: str = ""
@@ -121,7 +122,9 @@ def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | Non
     return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
 
 
-def decide(source: bytes, spec: PatchSpec, torch_version: str | None) -> tuple[Known, Rewritten | None]:
+def classify_for_apply(
+    source: bytes, spec: PatchSpec, torch_version: str | None
+) -> tuple[Known, Rewritten | None]:
     """apply's whole decision: what the file is, and the rewrite when it is eager. A known release
     is settled by its hashes alone; anything else takes one libcst parse."""
     hit = by_hash(source, spec, torch_version)

@@ -49,7 +49,7 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
     )
 
 
-def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
+def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     from patcher.install import reading
 
     changed = None

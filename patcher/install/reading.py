@@ -45,15 +45,15 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
         raise
 
 
-def read(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
+def read_install(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
     """The snapshot and its one reading; apply's libcst parse doubles as the classification."""
-    snap = snapshot.read(target, spec)
+    snap = snapshot.take(target, spec)
     rewritten = None
     if apply:
-        known, rewritten = classify.decide(snap.graph, spec, target.torch_version)
+        known, rewritten = classify.classify_for_apply(snap.graph, spec, target.torch_version)
     else:
         known = classify.classify(snap.graph, spec, target.torch_version)
-    return snap, facts.read(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
+    return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
 def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
@@ -100,7 +100,7 @@ def report(
 
 def verify(target: Target, spec: PatchSpec) -> Report:
     def work() -> Report:
-        snap, reading, _ = read(target, spec, apply=False)
+        snap, reading, _ = read_install(target, spec, apply=False)
         found = state.problems(reading.state, reading.facts)
         rule = state.verdict(reading.state, found)
         if "refuse" in rule.does:

@@ -80,7 +80,7 @@ def metadata_version(target: Target) -> str | None:
     return version
 
 
-def read(target: Target, spec: PatchSpec) -> Snapshot:
+def take(target: Target, spec: PatchSpec) -> Snapshot:
     graph, st = _graph(target)
     record, record_stat = _record(target)
     prefix = target.interpreter.pycache_prefix
