@@ -14,6 +14,8 @@ from patcher import __version__
 from patcher.cli import command_word, commands
 from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted
 
+EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwrapped
+
 if TYPE_CHECKING:
     from patcher.core.report import Report
 
@@ -59,7 +61,7 @@ def _from_env() -> dict[str, str]:
     }
 
 
-@click.group(epilog=EXIT_CODE_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-lazylog")
 def cli() -> None:
     """Make torch Inductor's implicit-fallback log line lazy in an installed torch (< 2.13).
@@ -68,7 +70,7 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 @click.option("--dry-run", is_flag=True, help="Print the unified diff that apply would make; write nothing.")
 def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> None:
@@ -79,7 +81,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     commands.apply(python, torch_dir, as_json, verbose, dry_run, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 @click.option(
     "--runtime",
@@ -95,7 +97,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     commands.verify(python, torch_dir, as_json, verbose, runtime, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> None:
     """Restore the original graph.py, pycs and RECORD.
@@ -105,7 +107,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     commands.revert(python, torch_dir, as_json, verbose, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @click.argument("pids", nargs=-1, metavar="[PID]...")  # checked by diagnose: one sentence, exit 2
 @click.option(
     "--no-children", is_flag=True, help="Read only the PIDs given, not the processes they started (ranks)."

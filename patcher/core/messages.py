@@ -1,4 +1,5 @@
-"""Every sentence the tool says about an install: one place, built from the state and the facts.
+"""The sentences about an install's state and what a command did or would do, built from the state
+and the facts (an error found while locating torch or reading its files is said where it is found).
 
 A message is what was found (the state's description) and what was or would be done; advice is
 the `next` step, rendered by the command line with the options the user gave. Dry runs speak in

@@ -17,7 +17,7 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
-from patcher.install import lock, snapshot
+from patcher.install import locate, lock, snapshot
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -30,7 +30,7 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
             return work()
     except LazylogError as exc:
         if exc.next == "reinstall":
-            version = snapshot.metadata_version(target)
+            version = locate.dist_version(target.dist_info)  # not version.py's label: an index's
             exc.details.setdefault("dist_version", version)
             exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
             exc.details.setdefault("installer", snapshot.installer(target))
