@@ -140,7 +140,7 @@ def classify_for_apply(
     from patcher.core.outcome import Refused, Rewritten
     from patcher.core.transform import rewrite
 
-    outcome = rewrite(source, spec, to="lazy")
+    outcome = rewrite(source, spec)
     if isinstance(outcome, Refused):
         return _refused(outcome, spec, torch_version), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
