@@ -1,6 +1,6 @@
 """The command line: click's parser (app), the commands and their rendering, the single file's first
-module (zipmain) and its build (pyz), and the maintainers' fingerprint command. Everything here is
-thin: it unpacks options and calls the layers below.
+module (zipmain) and its build (pyz). Everything here is thin: it unpacks options and calls the
+layers below.
 
 The single file's __main__ imports this module before it knows its Python is new enough: plain
 Python 3.6 syntax here, as in zipmain (annotations quoted, no __future__ import).

@@ -163,7 +163,7 @@ def fingerprint(
     """
 
     def work() -> Report:
-        from patcher.cli import fingerprint as fp  # libcst: its absence is one sentence, exit 4
+        from patcher.install import fingerprint as fp  # libcst: its absence is one sentence, exit 4
 
         report, shown = fp.command(list(wheels), output, check, markdown)
         if shown is not None and not as_json:

@@ -89,11 +89,12 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
     if dry_run and planned.steps:  # what the real run would refuse, the dry run refuses too
         fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
-        return report(command, target, snap, reading, message, diff=diff)
+        return report(command, target, snap, reading, message)._replace(diff=diff)
     reading = reading._replace(state=rule.leaves or reading.state)
     _carry_out(target, snap, planned, command)
     pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
-    return report(command, target, snap, reading, message, planned.result, diff=diff, changed=True, pycs=pycs)
+    result = report(command, target, snap, reading, message, planned.result)
+    return result._replace(diff=diff, changed=True, pycs=pycs)
 
 
 def plan_for(

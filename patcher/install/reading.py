@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
 from patcher.core.errors import ExitCode, LazylogError, refused
@@ -77,9 +77,9 @@ def report(
     reading: Reading,
     message: str,
     graph: bytes | None = None,
-    **extra: Any,
 ) -> Report:
-    """Every report names the torch, its state and graph.py's hash after the run."""
+    """Every report names the torch, its state and graph.py's hash after the run; a command adds its
+    own fields with Report._replace, which mypy checks."""
     known = reading.known
     return Report(
         command=command,
@@ -95,7 +95,7 @@ def report(
         match=known.match,
         undo_record=str(target.undo_path),
         pycs=tuple(p.describe() for p in snap.pycs),
-    )._replace(**extra)
+    )
 
 
 def verify(target: Target, spec: PatchSpec) -> Report:
@@ -111,8 +111,7 @@ def verify(target: Target, spec: PatchSpec) -> Report:
         message = messages.verify(
             reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager
         )
-        return report(
-            "verify", target, snap, reading, message, code=rule.code, next=rule.next, problems=tuple(texts)
-        )
+        shown = report("verify", target, snap, reading, message)
+        return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))
 
     return under_lock(target, False, work)

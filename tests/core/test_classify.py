@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.cli.fingerprint import build_releases
 from patcher.core import classify as classify_module
 from patcher.core.classify import Known, base_version, by_hash, classify, classify_for_apply
 from patcher.core.outcome import Refused, Rewritten
 from patcher.core.spec import PatchSpec
+from patcher.install.fingerprint import build_releases
 from tests.core import world
 from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
 
