@@ -77,7 +77,7 @@ class Given(NamedTuple):
         if step is None:
             return None
         if step == "reinstall":
-            from patcher.core.messages import Layout, reinstall
+            from patcher.cli.advice import Layout, reinstall
 
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
