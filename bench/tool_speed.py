@@ -2,6 +2,7 @@
 
     python -m bench.tool_speed                 # about a minute; writes bench/tool_speed.csv
     python -m bench.tool_speed --importtime    # and the slowest imports of `verify` (-X importtime)
+    python -m bench.tool_speed --baseline DIR  # and, in the same rounds, the verify of another checkout
 
 What a user runs, not this checkout: the tool's wheel is built (`pip wheel --no-deps`) and installed
 into a venv made for the run from the base interpreter of the one running the benchmark, as the
@@ -69,11 +70,11 @@ def _seconds(command: list[str], expect: int = 0) -> float:
 class Install:
     """The tool as a user has it: its wheel installed into a clean venv made for this run."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self, work: Path, root: Path = ROOT) -> None:
         dist, self.venv = work / "dist", work / "venv"
         base = Path(sys.base_prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
         self.base = base if base.exists() else Path(sys.executable)
-        realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(dist), str(ROOT)], "setuptools")
+        realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(dist), str(root)], "setuptools")
         (wheel,) = dist.glob("torch_lazylog-*.whl")
         # As the image's lean step makes it: a venv without pip, filled by a pip from outside.
         subprocess.run([str(self.base), "-m", "venv", "--without-pip", str(self.venv)], check=True, env=ENV)
@@ -118,15 +119,21 @@ def _tree(install: Install, work: Path) -> Path:
     return torch_dir
 
 
-def measure(install: Install, torch_dir: Path, rounds: int) -> dict[str, list[float]]:
+def measure(
+    install: Install, torch_dir: Path, rounds: int, baseline: Install | None = None
+) -> dict[str, list[float]]:
+    """Each command's seconds per round; with a baseline (another checkout's install), its verify of
+    the same patched tree too, as "verify (baseline)", timed right after this one's."""
     python, graph = str(install.python), torch_dir / "_inductor" / "graph.py"
     tool, target = [str(install.script)], ["--torch-dir", str(torch_dir)]
     floor = f"import libcst; libcst.parse_module(open({str(graph)!r}, 'rb').read())"
-    times: dict[str, list[float]] = {"pass": [], "verify": [], "floor": [], "apply+revert": []}
+    times: dict[str, list[float]] = defaultdict(list)
     for index in range(rounds + 1):
         one = {"pass": _seconds([python, "-c", "pass"]), "floor": _seconds([python, "-c", floor])}
         cycle = _seconds([*tool, "apply", *target])
         one["verify"] = _seconds([*tool, "verify", *target])
+        if baseline is not None:
+            one["verify (baseline)"] = _seconds([str(baseline.script), "verify", *target])
         one["apply+revert"] = cycle + _seconds([*tool, "revert", *target])
         if index:  # the first round is a warm-up
             for name, seconds in one.items():
@@ -150,6 +157,18 @@ def rows(times: dict[str, list[float]], where: str) -> list[dict[str, object]]:
              "rounds": len(ratios), "where": where}
         )  # fmt: skip
     return table
+
+
+def compared(times: dict[str, list[float]], baseline: Path) -> str:
+    """verify of this checkout and of the baseline, each against `python -c pass` of the same rounds."""
+    lines = []
+    for name, label in (("verify (baseline)", str(baseline)), ("verify", "this checkout")):
+        ratios = [t / f for t, f in zip(times[name], times["pass"], strict=True)]
+        lines.append(
+            f"verify of {label}: {statistics.median(times[name]):.4f} s, "
+            f"{statistics.median(ratios):.2f}x python -c pass (median of {len(ratios)} rounds)"
+        )
+    return "\n".join(lines)
 
 
 _IMPORTTIME = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)\s*$")
@@ -202,16 +221,25 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--output", type=Path, default=HERE / "tool_speed.csv")
     parser.add_argument("--importtime", action="store_true", help="also print verify's slowest imports")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another checkout (e.g. `git worktree` of main): its verify, same rounds",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="torch-lazylog-bench-") as work:
         # Every command starts here: `-c` puts the current directory first on sys.path, and this
         # checkout's own patcher/ must never be what runs.
         os.chdir(work)
         install = Install(Path(work))
+        baseline = Install(Path(work) / "baseline", args.baseline.resolve()) if args.baseline else None
         torch_dir = _tree(install, Path(work))
         where = install.where()
         print(f"measured: {where}")
-        table = rows(measure(install, torch_dir, args.rounds), where)
+        times = measure(install, torch_dir, args.rounds, baseline)
+        table = rows(times, where)
+        if baseline is not None:
+            print(compared(times, args.baseline))
         if args.importtime:
             print(importtime(install, torch_dir))
     with open(args.output, "w", newline="") as handle:

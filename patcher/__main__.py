@@ -1,4 +1,4 @@
-from patcher.cli.entry import main
+from patcher.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -49,7 +49,7 @@ def _outside(sample: Sample) -> Sample:
 
 def test_the_recorded_hang_is_the_eager_formatting() -> None:
     sample = _recorded()
-    found = verdict.decide(_process(), [sample] * 4 + [_outside(sample)], EAGER)
+    found = verdict.finding_of(_process(), [sample] * 4 + [_outside(sample)], EAGER)
     assert (found.kind, found.code, found.samples, found.in_formatting) == ("eager-formatting", 1, 5, 4)
     str_frames = [
         f
@@ -74,7 +74,7 @@ def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
     )
     sample = _with_caller(_recorded(), lazy_str)
     process = _process(torch_logs="+inductor")
-    found = verdict.decide(process, [sample] * 3, LAZY)
+    found = verdict.finding_of(process, [sample] * 3, LAZY)
     assert (found.kind, found.code, found.in_formatting) == ("info-formatting", 0, 3)
     said = render.paragraph(render.Diagnosed(process, LAZY, found))
     assert "TORCH_LOGS=+inductor" in said and "lazy, not free" in said
@@ -83,7 +83,7 @@ def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
 
 def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
     other = Frame("OperatorIssue.__str__", "/venv/lib/python3/site-packages/torch/_inductor/exc.py", 40)
-    found = verdict.decide(_process(), [_with_caller(_recorded(), other)], LAZY)
+    found = verdict.finding_of(_process(), [_with_caller(_recorded(), other)], LAZY)
     assert (found.kind, found.code, found.in_formatting) == ("lazy", 0, 0)
 
 
@@ -98,7 +98,7 @@ def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
 )
 def test_not_formatting_names_where_it_is(torch: TorchFacts, started: float, kind: str, code: int) -> None:
     sample = _outside(_recorded())
-    found = verdict.decide(_process(started), [sample, sample], torch)
+    found = verdict.finding_of(_process(started), [sample, sample], torch)
     assert (found.kind, found.code, found.in_formatting, found.depth) == (kind, code, 0, 0)
     assert found.frames == sample[0].frames[: verdict.INNERMOST]
     said = render.paragraph(render.Diagnosed(_process(started), torch, found))
@@ -107,21 +107,21 @@ def test_not_formatting_names_where_it_is(torch: TorchFacts, started: float, kin
 
 
 def test_in_the_formatting_after_apply_says_restart() -> None:
-    found = verdict.decide(_process(50.0), [_recorded()], LAZY)
+    found = verdict.finding_of(_process(50.0), [_recorded()], LAZY)
     assert (found.kind, found.code, found.restart) == ("eager-formatting", 1, True)
     d = render.Diagnosed(_process(50.0), LAZY, found)
     assert "restart it" in render.paragraph(d) and render.next_step(d) is None
 
 
 def test_a_torch_replaced_under_the_process_says_restart() -> None:
-    found = verdict.decide(_process(torch_replaced=True), [_outside(_recorded())], LAZY)
+    found = verdict.finding_of(_process(torch_replaced=True), [_outside(_recorded())], LAZY)
     assert (found.kind, found.restart) == ("stale-import", True)
 
 
 def test_the_run_reports_the_most_severe_code() -> None:
-    eager = render.Diagnosed(_process(), EAGER, verdict.decide(_process(), [_recorded()], EAGER))
+    eager = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
     lazy = render.Diagnosed(
-        _process(pid=7), LAZY, verdict.decide(_process(pid=7), [_outside(_recorded())], LAZY)
+        _process(pid=7), LAZY, verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY)
     )
     report = render.report([lazy, eager], [])
     assert report.code == 1 and report.next == "torch-lazylog apply --python /venv/bin/python"
@@ -131,7 +131,7 @@ def test_the_run_reports_the_most_severe_code() -> None:
 
 def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
     """From the single file (no `torch-lazylog` command), the apply is the file run by its Python."""
-    eager = render.Diagnosed(_process(), EAGER, verdict.decide(_process(), [_recorded()], EAGER))
+    eager = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
     program = "python3 -B /mnt/torch-lazylog.pyz"
     line = f"{program} apply --python /venv/bin/python"
     assert render.next_step(eager, program) == line
@@ -156,7 +156,7 @@ def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
 def test_every_process_entry_has_the_same_fields() -> None:
     from patcher.diagnose.procs import Unreadable
 
-    found = render.Diagnosed(_process(), EAGER, verdict.decide(_process(), [_recorded()], EAGER))
+    found = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
     unread = render.unreadable_entry(Unreadable(7, ExitCode.ENVIRONMENT, "Expected to read it"))
     assert list(render.entry(found)) == list(unread) == list(render.ENTRY_FIELDS)
     assert unread["finding"] is None and unread["frames"] == [] and unread["exit_code"] == 4

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from patcher.core.messages import Layout, reinstall
+from patcher.cli.advice import Layout, reinstall
 
 
 def test_the_reinstall_advice_uses_the_tool_that_installed_torch() -> None:

@@ -1,6 +1,6 @@
 """Messages that name the cause, on the real 2.10.0 tree: a graph.py that is not a regular file says
 what it is; an error that comes from TORCH_LAZYLOG_PYTHON or TORCH_LAZYLOG_TORCH_DIR names the
-variable, not the option. Both the click path and the console script's fast path."""
+variable, not the option. Both in-process (click's runner) and as a separate process."""
 
 from __future__ import annotations
 
@@ -59,12 +59,12 @@ def _click(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     return result.exit_code, result.stderr
 
 
-def _fast(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+def _process(args: list[str], env: dict[str, str]) -> tuple[int, str]:
     done = tool(*args, env=env, timeout=60)
     return done.returncode, done.stderr
 
 
-@pytest.mark.parametrize("path", [_click, _fast], ids=["click", "fast-path"])
+@pytest.mark.parametrize("path", [_click, _process], ids=["in-process", "process"])
 def test_a_bad_python_from_the_variable_names_the_variable(
     path: Callable[[list[str], dict[str, str]], tuple[int, str]], tmp_path: Path
 ) -> None:
@@ -80,7 +80,7 @@ def test_a_bad_python_from_the_variable_names_the_variable(
     assert code == 4 and "pass --python with the interpreter" in err and "TORCH_LAZYLOG_PYTHON" not in err
 
 
-@pytest.mark.parametrize("path", [_click, _fast], ids=["click", "fast-path"])
+@pytest.mark.parametrize("path", [_click, _process], ids=["in-process", "process"])
 def test_a_bad_torch_dir_from_the_variable_names_the_variable(
     path: Callable[[list[str], dict[str, str]], tuple[int, str]], release: Callable[[str], Path]
 ) -> None:
@@ -107,7 +107,7 @@ def test_a_torch_dir_the_python_does_not_import_names_both_variables(
     python = shutil.which("python3")
     assert python is not None
     env = {"TORCH_LAZYLOG_TORCH_DIR": str(torch_dir), "TORCH_LAZYLOG_PYTHON": python}
-    code, err = _fast(["verify"], env)
+    code, err = _process(["verify"], env)
     assert code == 4, err
     assert "set TORCH_LAZYLOG_TORCH_DIR to the torch that interpreter imports" in err
     assert "unset TORCH_LAZYLOG_TORCH_DIR" in err and "set TORCH_LAZYLOG_PYTHON to the interpreter" in err

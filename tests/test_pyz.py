@@ -58,7 +58,7 @@ def test_the_file_holds_the_tool_its_data_and_click_with_its_license(single: Pat
 
     archive = zipfile.ZipFile(single)
     names = set(archive.namelist())
-    assert {"__main__.py", "patcher/cli/entry.py", "patcher/patches/lazy_implicit_fallback.json"} <= names
+    assert {"__main__.py", "patcher/cli/app.py", "patcher/patches/lazy_implicit_fallback.json"} <= names
     assert "patcher/patches/lazy_implicit_fallback.releases.json" in names
     assert archive.read("__main__.py") == (ROOT / "patcher" / "cli" / "zipmain.py").read_bytes()
     click = metadata.distribution("click")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli import entry
+from patcher.cli import zipmain
 from patcher.core import spec
 from patcher.core.errors import ExitCode, LazylogError
 from patcher.install import interpreter
@@ -78,14 +78,16 @@ def test_without_libcst_the_parse_is_an_environment_error(monkeypatch: pytest.Mo
 
 
 @pytest.mark.parametrize("as_json", [False, True])
-def test_without_click_a_line_only_click_parses_says_so(
+def test_without_click_the_single_file_says_so(
     as_json: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(
-        sys, "argv", ["torch-lazylog", "verify", "--runtime", *(["--json"] if as_json else [])]
+        sys, "argv", ["torch-lazylog.pyz", "verify", "--runtime", *(["--json"] if as_json else [])]
     )
+    monkeypatch.setitem(sys.modules, "click", None)  # `import click` now fails as where it is absent
+    monkeypatch.delitem(sys.modules, "patcher.cli.app")
     with pytest.raises(SystemExit) as exited:
-        entry._without(ModuleNotFoundError("No module named 'click'", name="click"))
+        zipmain.main()
     assert exited.value.code == 4
     out, err = capsys.readouterr()
     text = json.loads(out)["message"] if as_json else err

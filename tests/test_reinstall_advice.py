@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.core.messages import Layout, reinstall
+from patcher.cli.advice import Layout, reinstall
 
 PY = "/usr/bin/python3"
 

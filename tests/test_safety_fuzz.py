@@ -16,7 +16,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from patcher.core.classify import decide
+from patcher.core.classify import classify_for_apply
 from patcher.install import definitions as spec_module
 from tests import realdata
 from tests.conftest import need
@@ -125,7 +125,7 @@ def _must_patch(original: bytes, source: bytes) -> bool:
 
 def _check(case: tuple[str, bytes, bytes]) -> None:
     version, original, source = case
-    known, rewritten = decide(source, SPEC, version)
+    known, rewritten = classify_for_apply(source, SPEC, version)
     event(f"outcome: {'patched' if rewritten else 'refused' if known.state == 'unknown' else known.state}")
     if rewritten is None:
         assert known.state in ("unknown", "native", "patched")
@@ -166,6 +166,6 @@ def test_the_fuzzer_reaches_both_outcomes() -> None:
         outside = b"".join([*lines[:5], b"# vendor comment\n", *lines[5:]])
         inside = b"".join([*lines[: site - 2], lines[site - 2] * 2, *lines[site - 2 :]])
         for candidate in (outside, inside):
-            _, rewritten = decide(candidate, SPEC, version)
+            _, rewritten = classify_for_apply(candidate, SPEC, version)
             seen["patched" if rewritten else "refused"] += 1
     assert seen == {"patched": 11, "refused": 11}

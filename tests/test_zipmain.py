@@ -32,6 +32,13 @@ def test_the_main_module_is_plain_python_3_6_syntax() -> None:
     ]  # patcher only inside main(), after the check
 
 
+def test_the_package_it_imports_first_is_plain_python_3_6_syntax_too() -> None:
+    """The too-old sentence names the command through patcher.cli: its package modules parse on 3.6."""
+    for init in (ROOT / "patcher" / "__init__.py", ROOT / "patcher" / "cli" / "__init__.py"):
+        tree = ast.parse(init.read_text(), feature_version=(3, 6))
+        assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+
+
 @pytest.mark.parametrize("as_json", [False, True])
 def test_an_older_python_gets_one_sentence_and_exit_4(
     as_json: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
@@ -93,7 +100,7 @@ def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     called = []
-    monkeypatch.setattr("patcher.cli.entry.main", lambda: called.append(list(sys.path)))
+    monkeypatch.setattr("patcher.cli.app.main", lambda: called.append(list(sys.path)))
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "torch-lazylog.pyz"), "verify"])
     monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)

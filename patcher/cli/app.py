@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from patcher import __version__
-from patcher.cli import commands
+from patcher.cli import command_word, commands
 from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted
+
+EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwrapped
 
 if TYPE_CHECKING:
     from patcher.core.report import Report
@@ -48,18 +50,18 @@ def target_options(func: F) -> F:
     return func
 
 
-def _from_env() -> tuple[str, ...]:
-    """The target options whose value click took from their environment variable."""
+def _from_env() -> dict[str, str]:
+    """The target options whose value click took from their environment variable, each with the
+    variable's name (declared once, on the option)."""
     context = click.get_current_context()
-    sources = {"--python": "python", "--torch-dir": "torch_dir"}
-    return tuple(
-        flag
-        for flag, name in sources.items()
-        if context.get_parameter_source(name) == click.core.ParameterSource.ENVIRONMENT
-    )
+    return {
+        param.opts[0]: str(param.envvar)
+        for param in context.command.params
+        if param.name and context.get_parameter_source(param.name) == click.core.ParameterSource.ENVIRONMENT
+    }
 
 
-@click.group(epilog=EXIT_CODE_HELP, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="torch-lazylog")
 def cli() -> None:
     """Make torch Inductor's implicit-fallback log line lazy in an installed torch (< 2.13).
@@ -68,7 +70,7 @@ def cli() -> None:
     """
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 @click.option("--dry-run", is_flag=True, help="Print the unified diff that apply would make; write nothing.")
 def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, dry_run: bool) -> None:
@@ -79,7 +81,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     commands.apply(python, torch_dir, as_json, verbose, dry_run, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 @click.option(
     "--runtime",
@@ -95,7 +97,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     commands.verify(python, torch_dir, as_json, verbose, runtime, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @target_options
 def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool) -> None:
     """Restore the original graph.py, pycs and RECORD.
@@ -105,7 +107,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     commands.revert(python, torch_dir, as_json, verbose, _from_env())
 
 
-@cli.command(epilog=EXIT_CODE_HELP)
+@cli.command(epilog=EPILOG)
 @click.argument("pids", nargs=-1, metavar="[PID]...")  # checked by diagnose: one sentence, exit 2
 @click.option(
     "--no-children", is_flag=True, help="Read only the PIDs given, not the processes they started (ranks)."
@@ -161,7 +163,7 @@ def fingerprint(
     """
 
     def work() -> Report:
-        from patcher.cli import fingerprint as fp  # libcst: its absence is one sentence, exit 4
+        from patcher.install import fingerprint as fp  # libcst: its absence is one sentence, exit 4
 
         report, shown = fp.command(list(wheels), output, check, markdown)
         if shown is not None and not as_json:
@@ -178,32 +180,21 @@ def _finite(value: float) -> float:
     return value
 
 
-def _command_word() -> str:
-    words = [w for w in sys.argv[1:] if not w.startswith("-")]
-    return words[0] if words and words[0] in cli.commands else "torch-lazylog"
-
-
 def main() -> None:
     """The entry point: usage errors too are one JSON object when --json was asked for; SIGINT and
     SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
     commands.handle_signals()
     as_json = "--json" in sys.argv[1:]
-    from patcher.core.report import Report
-
+    word = command_word(sys.argv[1:], cli.commands)
     try:
         code = cli.main(prog_name=commands.program(), standalone_mode=False)
     except click.ClickException as exc:
         if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
-        word = _command_word()
-        error = Report(word, "unknown", False, exc.format_message(), ExitCode(exc.exit_code))
+        error = commands.error_report(word, ExitCode(exc.exit_code), exc.format_message(), "unknown", {})
         commands.finish(error, True, {"processes": []} if word == "diagnose" else None)
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        interrupted = ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
-        from patcher.core.messages import interrupted as sentence
-
-        text = sentence(signal.Signals(signum).name, _command_word())
-        commands.finish(Report(_command_word(), "unknown", False, text, interrupted), as_json)
+        commands.finish(commands.interrupted(word, signum), as_json)
     sys.exit(code if isinstance(code, int) else 0)

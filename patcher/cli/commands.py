@@ -1,6 +1,5 @@
-"""The commands as plain functions of typed values: the one place a result is printed and errors
-are caught. The click layer (patcher.cli.app) and the entry point's fast path (patcher.cli.entry) both call
-these; neither imports the other's dependencies (click costs more than verify itself).
+"""The commands as plain functions of typed values, called by click's commands (patcher.cli.app): the
+one place a result is printed and errors are caught.
 """
 
 from __future__ import annotations
@@ -11,7 +10,8 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
 from patcher.core.errors import ExitCode, Interrupted, LazylogError
@@ -68,16 +68,13 @@ def _on_path(name: str, file: str) -> bool:
     return found is not None and os.path.realpath(found) == os.path.realpath(file)
 
 
-VARIABLES = {"--python": "TORCH_LAZYLOG_PYTHON", "--torch-dir": "TORCH_LAZYLOG_TORCH_DIR"}
-
-
 class Given(NamedTuple):
     """The target options as the user gave them (or their environment variables): advice repeats them.
-    `from_env` names the options whose value came from their variable, so errors name the variable."""
+    `from_env` maps the options whose value came from their variable to its name, so errors name it."""
 
     python: str | None = None
     torch_dir: str | None = None
-    from_env: tuple[str, ...] = ()
+    from_env: Mapping[str, str] = MappingProxyType({})
 
     def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
         """The next step as a command line to run as it is (or, for a reinstall no command can
@@ -85,7 +82,7 @@ class Given(NamedTuple):
         if step is None:
             return None
         if step == "reinstall":
-            from patcher.core.messages import Layout, reinstall
+            from patcher.cli.advice import Layout, reinstall
 
             owner = details.get("owner")
             python = self.python or owner or (sys.executable if self.torch_dir is None else None)
@@ -119,13 +116,7 @@ def caught(
         error = error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff)
         finish(error, as_json, extra)
     except Interrupted as exc:
-        import signal
-
-        name = signal.Signals(exc.signum).name
-        code = ExitCode.INTERRUPTED if exc.signum == signal.SIGINT else ExitCode.TERMINATED
-        from patcher.core.messages import interrupted
-
-        finish(error_report(command, code, interrupted(name, command), "unknown", {}), as_json, extra)
+        finish(interrupted(command, exc.signum), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
         if verbose:
             _traceback()
@@ -150,7 +141,8 @@ def _said(exc: LazylogError) -> str:
     from patcher.core.messages import missing_libcst_dir
 
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return missing_libcst_dir(what, minor, platform.machine(), bundle.libs_dir(sys.argv[0]))
+    libs = bundle.libs_dir(sys.argv[0])
+    return missing_libcst_dir(what, minor, platform.machine(), libs, bundle.LIBS_VARIABLE)
 
 
 def error_report(
@@ -204,7 +196,7 @@ def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = N
         if out:
             _write(sys.stdout, out)
     except Interrupted as exc:  # while printing (a blocked pipe): the code still says so
-        interrupted_exit(exc)
+        sys.exit(int(signal_code(exc.signum)))
     except OSError as exc:
         _silence()
         if report.code == ExitCode.OK:
@@ -255,7 +247,7 @@ def _target(given: Given) -> tuple[Target, PatchSpec]:
 
         for option, value in (("--python", python), ("--torch-dir", torch_dir)):
             if option in given.from_env and value is not None:
-                exc.message = from_variable(exc.message, option, VARIABLES[option], _quote(value))
+                exc.message = from_variable(exc.message, option, given.from_env[option], _quote(value))
         exc.args = (exc.message,)
         raise
 
@@ -266,7 +258,7 @@ def apply(
     as_json: bool,
     verbose: bool,
     dry_run: bool,
-    from_env: tuple[str, ...] = (),
+    from_env: Mapping[str, str],
 ) -> NoReturn:
     given = Given(python, torch_dir, from_env)
 
@@ -285,7 +277,7 @@ def verify(
     as_json: bool,
     verbose: bool,
     runtime: bool,
-    from_env: tuple[str, ...] = (),
+    from_env: Mapping[str, str],
 ) -> NoReturn:
     given = Given(python, torch_dir, from_env)
 
@@ -304,7 +296,7 @@ def verify(
 
 
 def revert(
-    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, from_env: tuple[str, ...] = ()
+    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, from_env: Mapping[str, str]
 ) -> NoReturn:
     given = Given(python, torch_dir, from_env)
 
@@ -321,8 +313,17 @@ def _interrupt(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
-def interrupted_exit(exc: Interrupted) -> NoReturn:
-    sys.exit(int(ExitCode.TERMINATED if exc.signum == signal.SIGTERM else ExitCode.INTERRUPTED))
+def signal_code(signum: int) -> ExitCode:
+    """The one mapping from the signal that stopped a command to its exit code."""
+    return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
+
+
+def interrupted(command: str, signum: int) -> Report:
+    """What a command stopped by SIGINT or SIGTERM reports."""
+    from patcher.core.messages import interrupted as sentence
+
+    text = sentence(signal.Signals(signum).name, command)
+    return error_report(command, signal_code(signum), text, "unknown", {})
 
 
 def handle_signals() -> None:

@@ -15,12 +15,13 @@ if TYPE_CHECKING:
     from patcher.core.outcome import Refused, Rewritten, Site
     from patcher.core.undo import UndoRecord
 
-State = Literal["eager", "patched", "native", "unknown"]
+# What the bytes are against the release table (not the install's state, patcher.core.state.State).
+SourceKind = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
 
 
 class Known(NamedTuple):
-    state: State
+    state: SourceKind
     release: Release | None
     match: Match | None
     reason: str = ""
@@ -146,7 +147,7 @@ def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | Non
     return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
 
 
-def decide(
+def classify_for_apply(
     source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
 ) -> tuple[Known, Rewritten | None]:
     """apply's whole decision: what the file is, and the rewrite when it is eager. A known release,
@@ -164,7 +165,7 @@ def decide(
     from patcher.core.outcome import Refused, Rewritten
     from patcher.core.transform import rewrite
 
-    outcome = rewrite(source, spec, to="lazy")
+    outcome = rewrite(source, spec)
     if isinstance(outcome, Refused):
         return _refused(outcome, spec, torch_version), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site

@@ -17,8 +17,7 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143  # SIGTERM: the same
 
 
-EXIT_CODE_HELP = """\b
-Exit codes:
+EXIT_CODE_HELP = """Exit codes:
   0  success (apply: patched, already patched or natively lazy;
      verify: torch formats the text lazily; revert: reverted or nothing to do)
   1  verify: torch formats the text eagerly (graph.py, or a stale unchecked-hash pyc);

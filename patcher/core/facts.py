@@ -101,7 +101,7 @@ def _base(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
     return "ours" if listed or named else "lazy"
 
 
-def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
+def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
     """`now_ns` bounds the mtime a record may restore (a day's clock skew allowed)."""
     fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9)
     original = recorded_original or _original(snap, spec, known)
@@ -130,4 +130,4 @@ def read(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, no
         stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
         stale_pycs=len(stale),
     )
-    return Reading(state.decide(facts), facts, known, original, patched)
+    return Reading(state.name_state(facts), facts, known, original, patched)

@@ -18,6 +18,11 @@ UNDO_NAME = "torch_lazylog.json"
 UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 
 
+def undo_path(torch_dir: Path, dist_info: Path | None) -> Path:
+    """Where the undo record of this torch lives: in its dist-info, else beside the torch directory."""
+    return dist_info / UNDO_NAME if dist_info else torch_dir.parent / UNDO_NAME_NO_DIST_INFO
+
+
 class Interpreter(NamedTuple):
     executable: str
     version: str

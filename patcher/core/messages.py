@@ -1,4 +1,5 @@
-"""Every sentence the tool says about an install: one place, built from the state and the facts.
+"""The sentences about an install's state and what a command did or would do, built from the state
+and the facts (an error found while locating torch or reading its files is said where it is found).
 
 A message is what was found (the state's description) and what was or would be done; advice is
 the `next` step, rendered by the command line with the options the user gave. Dry runs speak in
@@ -175,48 +176,6 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
     )
 
 
-class Layout(NamedTuple):
-    """What the reinstall advice must fit: the target's facts (from its probe) and the installers."""
-
-    externally_managed: bool = False  # PEP 668: pip and uv refuse without --break-system-packages
-    pip: bool = True  # the target interpreter can run `-m pip`
-    uv: bool = False  # `uv` is on PATH
-
-
-_PLAIN = Layout()
-
-
-def reinstall(
-    python: str | None,
-    version: str | None,
-    vendor: bool,
-    installer: str | None = None,
-    layout: Layout = _PLAIN,
-) -> str:
-    """The one reinstall advice: a command that resolves on the index and runs where it is aimed, by
-    the tool that installed torch (its dist-info's INSTALLER) when it is there, or what to do instead."""
-    if vendor or version is None:
-        return (
-            "reinstall torch from the index or image it came from (this build is not on the public "
-            "package index)"
-        )
-    if python is None:
-        return "reinstall torch in the environment that has it; add --python to get the command"
-    managed = " --break-system-packages" if layout.externally_managed else ""
-    uv = f"uv pip install --python {python}{managed} --reinstall --no-deps torch=={version}"
-    pip = f"{python} -m pip install{managed} --force-reinstall --no-deps torch=={version}"
-    if layout.uv and (installer == "uv" or not layout.pip):
-        return uv
-    if layout.pip:
-        return pip
-    by = f" ({installer})" if installer else ""
-    return (
-        f"reinstall torch=={version} for {python} with the tool that installed it{by}: that "
-        "interpreter has no pip and no uv is on PATH, so no command run here can; install pip or uv "
-        "first, or rebuild the environment"
-    )
-
-
 def from_variable(message: str, option: str, variable: str, value: str) -> str:
     """A message about a value that came from `variable`, not `option`: it names the variable, and
     its advice is to change the variable (the option on a command line still wins over it)."""
@@ -230,14 +189,15 @@ def from_variable(message: str, option: str, variable: str, value: str) -> str:
     return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
 
 
-def missing_libcst_dir(what: str, minor: str, machine: str, libs: str) -> str:
-    """The single file without a libcst for this Python: the directory to mount beside it."""
+def missing_libcst_dir(what: str, minor: str, machine: str, libs: str, variable: str) -> str:
+    """The single file without a libcst for this Python: the directory to mount beside it, or to name
+    in `variable`."""
     return (
         f"Expected libcst to {what}, but the single file found none for this Python ({minor} on "
         f"{machine}) in {libs}. Nothing was written; run the file from the tool image, which carries it "
         f"beside the file (docs/images.md), or make that directory with `pip install "
         f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
-        f"manylinux2014_{machine} libcst` and mount it there (or name it in TORCH_LAZYLOG_LIBS)"
+        f"manylinux2014_{machine} libcst` and mount it there (or name it in {variable})"
     )
 
 

@@ -18,18 +18,15 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
 from patcher.core.spec import PatchSpec
 from patcher.core.state import Action
-from patcher.core.steps import ABSENT, Rebuild, Remove, Write
-from patcher.core.steps import Step as WriteStep
+from patcher.core.steps import ABSENT, PlanStep, Rebuild, Remove, Write
 from patcher.core.undo import FileChange, FileState, UndoRecord
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
 
-Step = WriteStep | Rebuild
-
 
 class Plan(NamedTuple):
-    steps: tuple[Step, ...] = ()  # in commit order; a Rebuild is compiled, then written
+    steps: tuple[PlanStep, ...] = ()  # in commit order; a Rebuild is compiled, then written
     result: bytes | None = None  # graph.py after the plan, when it changes
     check: tuple[Path, ...] = ()  # must be writable (and no link) before any write
 
@@ -47,7 +44,7 @@ class End(NamedTuple):
     match: str | None = None
 
 
-def _change(spec: PatchSpec, original: bytes, patched: bytes, like: FileStat) -> FileChange:
+def _graph_change(spec: PatchSpec, original: bytes, patched: bytes, like: FileStat) -> FileChange:
     return FileChange(
         spec.record_path,
         FileState(sha256(original), len(original)),
@@ -69,14 +66,14 @@ def _act(
 ) -> End:
     if action == "patch":
         assert rewritten is not None
-        undo = _change(spec, snap.graph, rewritten.source, snap.graph_stat)
+        undo = _graph_change(spec, snap.graph, rewritten.source, snap.graph_stat)
         return end._replace(
             graph=rewritten.source, graph_changed=True, undo=undo, undo_changed=True, mtime_ns=now_ns
         )
     if action == "record":
         assert reading.original is not None
         return end._replace(
-            undo=_change(spec, reading.original, snap.graph, snap.graph_stat), undo_changed=True
+            undo=_graph_change(spec, reading.original, snap.graph, snap.graph_stat), undo_changed=True
         )
     if action == "restore":
         assert reading.original is not None
@@ -88,13 +85,15 @@ def _act(
     return end  # settle: RECORD and the pycs follow graph.py in every plan
 
 
-def _pycs(target: Target, snap: Snapshot, end: End) -> list[Step]:
+def _pycs(target: Target, snap: Snapshot, end: End) -> list[PlanStep]:
     """A new graph.py: rebuild the target's own pycs, remove the others (their Python rebuilds
     them). The same graph.py: rebuild only the target's pycs that do not describe it, and remove
     the ones that are no pyc at all (a header no Python writes)."""
     if not end.graph_changed:
         stale = snap.stale_pycs()
-        junk: list[Step] = [Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"]
+        junk: list[PlanStep] = [
+            Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"
+        ]
         return [*(Rebuild(p, end.graph, end.mtime_ns) for p in stale if p.mode != "invalid"), *junk]
     own = [p for p in snap.pycs if p.tag == target.interpreter.cache_tag and p.mode != "invalid"]
     removes = [Remove(p.path, label=f"pyc-{p.path.name}") for p in snap.pycs if p not in own]
@@ -133,7 +132,7 @@ def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
 
 def _record_steps(
     target: Target, snap: Snapshot, spec: PatchSpec, end: End, trusted: bool
-) -> tuple[list[Step], FileChange | None]:
+) -> tuple[list[PlanStep], FileChange | None]:
     row, path = target.undo_row_path(), target.record_file
     if snap.record is None or snap.record_stat is None or row is None or path is None:
         return [], None
@@ -192,9 +191,9 @@ def build(
 
 def _steps(
     target: Target, spec: PatchSpec, snap: Snapshot, end: End, record_change: FileChange | None
-) -> list[Step]:
+) -> list[PlanStep]:
     """The undo record (first: it must exist before graph.py changes) and graph.py."""
-    steps: list[Step] = []
+    steps: list[PlanStep] = []
     if end.undo is not None and (end.undo_changed or record_change is not None):
         undo = UndoRecord(spec.id, end.release or "unknown", end.match or "site", end.undo, record_change)
         owner = _undo_owner(snap)

@@ -1,6 +1,6 @@
 """The install's one named state, decided from facts read from the bytes; a table per command.
 
-Pure: no file is read here. patcher.core.facts turns a snapshot into Facts; `decide` names the state;
+Pure: no file is read here. patcher.core.facts turns a snapshot into Facts; `name_state` names the state;
 APPLY, VERIFY and REVERT say, for each state, what the command does, its exit code and what to do
 next. The README's state table is this module's, checked by a test.
 """
@@ -86,7 +86,7 @@ _BY_BASE_AND_FIT: dict[tuple[Base, Fit], State] = {
 }
 
 
-def decide(facts: Facts) -> State:
+def name_state(facts: Facts) -> State:
     state = _BY_BASE_AND_FIT[facts.base, facts.fit]
     if state == "patched" and facts.row_names_original:
         return "apply-interrupted"

@@ -37,3 +37,7 @@ class Rebuild(NamedTuple):
     pyc: Pyc
     source: bytes
     mtime_ns: int
+
+
+# What a plan holds: a Rebuild is compiled by the target interpreter, then written as a Write.
+PlanStep = Step | Rebuild

@@ -140,7 +140,12 @@ def _parse(source: bytes) -> cst.Module | Refused:
             f"graph.py is not valid text in its declared encoding ({exc.reason} at byte {exc.start})"
         )
     except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
-        return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+        return _not_python(exc)
+
+
+def _not_python(exc: Exception) -> Refused:
+    """The one refusal of a source libcst, ast or compile() rejects."""
+    return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
 
 
 def _call(code: str) -> cst.Call:
@@ -227,11 +232,8 @@ def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tup
     return spans[0] if len(spans) == 1 else None
 
 
-def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy", compile_check: bool = True) -> Outcome:
-    """Turn the site into form `to`; every other byte stays as it was.
-
-    `compile_check=False` skips compiling the result: for a release whose patched bytes are known
-    by hash (the caller compares them), that compile was done when the fingerprints were made."""
+def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
+    """Make the site lazy; every other byte stays as it was."""
     module = _parse(source)
     if isinstance(module, Refused):
         return module
@@ -239,7 +241,7 @@ def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy", compile_check: bo
     if isinstance(found, Refused):
         return found
     site = _site(module, found, spec)
-    if isinstance(site, Refused) or site.form == to:
+    if isinstance(site, Refused) or site.form == "lazy":
         return site if isinstance(site, Refused) else Unchanged(site)
     encoding = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is not ours to add
     old = module.code_for_node(found.arg.value).encode(encoding)
@@ -249,19 +251,16 @@ def rewrite(source: bytes, spec: PatchSpec, to: Form = "lazy", compile_check: bo
     try:
         span = (at, at + len(old)) if unique else _span(source, _ast(source), spec.scope.split("."), old)
     except (SyntaxError, ValueError) as exc:  # libcst accepts what this Python does not
-        return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+        return _not_python(exc)
     if span is None:  # timid: libcst and ast disagree about where the argument is
         return Refused(f"the argument `{spec.eager}` could not be located by its byte offsets")
-    replacement = (spec.lazy if to == "lazy" else spec.eager).encode(encoding)
-    new_source = source[: span[0]] + replacement + source[span[1] :]
+    new_source = source[: span[0]] + spec.lazy.encode(encoding) + source[span[1] :]
     try:  # what libcst parses can still fail here (e.g. `return` outside a function)
-        if not compile_check:
-            return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(new_source, "graph.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
-        return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
+        return _not_python(exc)
     return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
 
 

@@ -229,7 +229,7 @@ def gone(pid: int) -> bool:
     return not exists(pid) or zombie(pid)
 
 
-def read(pid: int) -> ProcessFacts | Unreadable | None:
+def read_process(pid: int) -> ProcessFacts | Unreadable | None:
     """The process's facts; None for a Python without torch loaded (not ours to judge)."""
     if not exists(pid):
         return Unreadable(

@@ -38,10 +38,10 @@ def _tree(pid: int, tree: dict[int, int]) -> tuple[list[ProcessFacts], list[Unre
     The process itself is judged only when it has torch loaded or nothing below it is named: a
     launcher this user may not read is passed over as one without torch is (as root), whoever runs
     diagnose."""
-    first = procs.read(pid)
+    first = procs.read_process(pid)
     if not procs.exists(pid) and isinstance(first, Unreadable):
         return [], [first]
-    below = list(map(procs.read, procs.descendants(pid, tree)))
+    below = list(map(procs.read_process, procs.descendants(pid, tree)))
     found = [r for r in [first, *below] if isinstance(r, ProcessFacts)]
     problems = [r for r in below if isinstance(r, Unreadable) and r.code == ExitCode.ENVIRONMENT]
     if not found and not problems:  # a shell or a Python without torch, and nothing below it
@@ -51,7 +51,7 @@ def _tree(pid: int, tree: dict[int, int]) -> tuple[list[ProcessFacts], list[Unre
 
 def _everyone() -> tuple[list[ProcessFacts], list[Unreadable]]:
     pids, unreadable = procs.with_torch()
-    found = [r for r in map(procs.read, pids) if isinstance(r, ProcessFacts)]
+    found = [r for r in map(procs.read_process, pids) if isinstance(r, ProcessFacts)]
     if found:
         return found, []
     rights = f"; {unreadable} processes could not be read: {_unread_advice()}" if unreadable else ""
@@ -118,9 +118,9 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
             problems.append(samples)
             continue
         if process.torch_seen_at not in torches:
-            torches[process.torch_seen_at] = torchstate.read(process, spec)
+            torches[process.torch_seen_at] = torchstate.read_torch(process, spec)
         torch = torches[process.torch_seen_at]
-        finding = verdict.decide(process, samples, torch)
+        finding = verdict.finding_of(process, samples, torch)
         diagnosed.append(render.Diagnosed(process, torch, finding, exited))
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)

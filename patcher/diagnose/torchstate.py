@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from patcher.core.errors import ExitCode, LazylogError
-from patcher.core.installed import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Interpreter, Target
+from patcher.core.installed import Interpreter, Target, undo_path
 from patcher.core.spec import PatchSpec
 from patcher.diagnose.model import ProcessFacts, TorchFacts
 from patcher.install.locate import find_dist_info, read_torch_version
@@ -43,13 +43,13 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
         torch_dir=directory,
         graph=directory / spec.file,
         dist_info=dist_info,
-        undo_path=dist_info / UNDO_NAME if dist_info else directory.parent / UNDO_NAME_NO_DIST_INFO,
+        undo_path=undo_path(directory, dist_info),
         torch_version=read_torch_version(directory, dist_info),
         owner=process.interpreter,
     )
 
 
-def read(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
+def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     from patcher.install import reading
 
     changed = None

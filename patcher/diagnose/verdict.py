@@ -92,7 +92,7 @@ def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> 
     return "unknown-torch", code if code is not None else ExitCode.ENVIRONMENT
 
 
-def decide(process: ProcessFacts, samples: list[Sample], torch: TorchFacts | None) -> Finding:
+def finding_of(process: ProcessFacts, samples: list[Sample], torch: TorchFacts | None) -> Finding:
     eager, eager_depth, eager_frames = _tally(samples, "eager")
     logging, logging_depth, logging_frames = _tally(samples, "logging")
     restart = restart_needed(process, torch)

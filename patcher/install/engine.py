@@ -20,7 +20,7 @@ from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Remove, Step, Write
 from patcher.install import fsio, pyc
-from patcher.install.reading import read, refusal, report, under_lock
+from patcher.install.reading import read_install, refusal, report, under_lock
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -73,8 +73,8 @@ def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
     )
 
 
-def _change(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
-    snap, reading, rewritten = read(target, spec, apply=command == "apply")
+def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
+    snap, reading, rewritten = read_install(target, spec, apply=command == "apply")
     rule = state.TABLES[command][reading.state]
     if "refuse" in rule.does:
         raise refusal(target, spec, snap, reading)
@@ -89,11 +89,12 @@ def _change(command: str, target: Target, spec: PatchSpec, dry_run: bool = False
     if dry_run and planned.steps:  # what the real run would refuse, the dry run refuses too
         fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
-        return report(command, target, snap, reading, message, diff=diff)
+        return report(command, target, snap, reading, message)._replace(diff=diff)
     reading = reading._replace(state=rule.leaves or reading.state)
     _carry_out(target, snap, planned, command)
     pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
-    return report(command, target, snap, reading, message, planned.result, diff=diff, changed=True, pycs=pycs)
+    result = report(command, target, snap, reading, message, planned.result)
+    return result._replace(diff=diff, changed=True, pycs=pycs)
 
 
 def plan_for(
@@ -110,8 +111,8 @@ def plan_for(
 
 
 def apply(target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
-    return under_lock(target, not dry_run, lambda: _change("apply", target, spec, dry_run))
+    return under_lock(target, not dry_run, lambda: _apply_or_revert("apply", target, spec, dry_run))
 
 
 def revert(target: Target, spec: PatchSpec) -> Report:
-    return under_lock(target, True, lambda: _change("revert", target, spec))
+    return under_lock(target, True, lambda: _apply_or_revert("revert", target, spec))

@@ -1,4 +1,5 @@
-"""The one place that writes files: staged temp files, fsync, os.replace, and the lock.
+"""The one place that writes files: staged temp files, fsync, os.replace (the lock, and the temp
+files' names: install.lock).
 
 Every new file is first written whole beside its destination (same directory, so os.replace is
 atomic and a hardlinked original keeps its bytes), flushed, given the original's mode and owner,

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from patcher.core.errors import LazylogError, environment
-from patcher.core.installed import UNDO_NAME, UNDO_NAME_NO_DIST_INFO, Found, Interpreter, Target
+from patcher.core.installed import Found, Interpreter, Target, undo_path
 from patcher.core.spec import PatchSpec
 from patcher.install import interpreter
 
@@ -37,12 +37,17 @@ def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
             return found
     except (OSError, UnicodeDecodeError):
         pass
-    if dist_info is not None:
-        from importlib.metadata import PathDistribution  # only when version.py says nothing
+    return dist_version(dist_info)  # only when version.py says nothing
 
-        version: str | None = PathDistribution(dist_info).version
-        return version
-    return None
+
+def dist_version(dist_info: Path | None) -> str | None:
+    """The distribution's own version (its METADATA), which an index resolves."""
+    if dist_info is None:
+        return None
+    from importlib.metadata import PathDistribution
+
+    version: str | None = PathDistribution(dist_info).version
+    return version
 
 
 def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
@@ -196,7 +201,7 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
         torch_dir=directory,
         graph=graph,
         dist_info=dist_info,
-        undo_path=dist_info / UNDO_NAME if dist_info else directory.parent / UNDO_NAME_NO_DIST_INFO,
+        undo_path=undo_path(directory, dist_info),
         torch_version=read_torch_version(directory, dist_info),
         owner=owner,
         torch_path_entry=found.path_entry,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
 from patcher.core.errors import ExitCode, LazylogError, refused
@@ -17,7 +17,7 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
-from patcher.install import lock, snapshot
+from patcher.install import locate, lock, snapshot
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -30,7 +30,7 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
             return work()
     except LazylogError as exc:
         if exc.next == "reinstall":
-            version = snapshot.metadata_version(target)
+            version = locate.dist_version(target.dist_info)  # not version.py's label: an index's
             exc.details.setdefault("dist_version", version)
             exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
             exc.details.setdefault("installer", snapshot.installer(target))
@@ -45,15 +45,15 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
         raise
 
 
-def read(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
+def read_install(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
     """The snapshot and its one reading; apply's libcst parse doubles as the classification."""
-    snap = snapshot.read(target, spec)
+    snap = snapshot.take(target, spec)
     rewritten = None
     if apply:
-        known, rewritten = classify.decide(snap.graph, spec, target.torch_version, snap.undo)
+        known, rewritten = classify.classify_for_apply(snap.graph, spec, target.torch_version, snap.undo)
     else:
         known = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
-    return snap, facts.read(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
+    return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
 def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
@@ -77,9 +77,9 @@ def report(
     reading: Reading,
     message: str,
     graph: bytes | None = None,
-    **extra: Any,
 ) -> Report:
-    """Every report names the torch, its state and graph.py's hash after the run."""
+    """Every report names the torch, its state and graph.py's hash after the run; a command adds its
+    own fields with Report._replace, which mypy checks."""
     known = reading.known
     return Report(
         command=command,
@@ -95,12 +95,12 @@ def report(
         match=known.match,
         undo_record=str(target.undo_path),
         pycs=tuple(p.describe() for p in snap.pycs),
-    )._replace(**extra)
+    )
 
 
 def verify(target: Target, spec: PatchSpec) -> Report:
     def work() -> Report:
-        snap, reading, _ = read(target, spec, apply=False)
+        snap, reading, _ = read_install(target, spec, apply=False)
         found = state.problems(reading.state, reading.facts)
         rule = state.verdict(reading.state, found)
         if "refuse" in rule.does:
@@ -111,8 +111,7 @@ def verify(target: Target, spec: PatchSpec) -> Report:
         message = messages.verify(
             reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager
         )
-        return report(
-            "verify", target, snap, reading, message, code=rule.code, next=rule.next, problems=tuple(texts)
-        )
+        shown = report("verify", target, snap, reading, message)
+        return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))
 
     return under_lock(target, False, work)

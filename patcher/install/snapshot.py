@@ -70,17 +70,7 @@ def installer(target: Target) -> str | None:
         return None
 
 
-def metadata_version(target: Target) -> str | None:
-    """The distribution's own version (METADATA), which an index resolves; not version.py's label."""
-    if target.dist_info is None:
-        return None
-    from importlib.metadata import PathDistribution  # only for advice
-
-    version: str | None = PathDistribution(target.dist_info).version
-    return version
-
-
-def read(target: Target, spec: PatchSpec) -> Snapshot:
+def take(target: Target, spec: PatchSpec) -> Snapshot:
     graph, st = _graph(target)
     record, record_stat = _record(target)
     prefix = target.interpreter.pycache_prefix

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.cli.fingerprint import build_releases
 from patcher.core.spec import PatchSpec
 from patcher.install import definitions as spec_module
+from patcher.install.fingerprint import build_releases
 from tests.core import world
 
 

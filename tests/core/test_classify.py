@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.cli.fingerprint import build_releases
 from patcher.core import classify as classify_module
-from patcher.core.classify import Known, base_version, by_hash, classify, decide
+from patcher.core.classify import Known, base_version, by_hash, classify, classify_for_apply
 from patcher.core.outcome import Refused, Rewritten
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
+from patcher.install.fingerprint import build_releases
 from tests.core import world
 from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
 
@@ -170,11 +170,11 @@ def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> 
     broken = classify(b"x = (\n", spec, None)
     assert (broken.state, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
-    assert decide(warned, spec, "9.0.0")[0] == known
+    assert classify_for_apply(warned, spec, "9.0.0")[0] == known
 
 
 def test_decide_on_each_known_release(spec: PatchSpec) -> None:
-    known, rewritten = decide(SOURCE, spec, "9.0.0+cu128")
+    known, rewritten = classify_for_apply(SOURCE, spec, "9.0.0+cu128")
     assert known == by_hash(SOURCE, spec, "9.0.0") and isinstance(rewritten, Rewritten)
     at, line = world.line_of(SOURCE, EAGER)
     assert rewritten.source == PATCHED
@@ -185,15 +185,15 @@ def test_decide_on_each_known_release(spec: PatchSpec) -> None:
     )
     assert known.release is not None and rewritten.before == (("eager", known.release.site, ""))
     for lazy in (PATCHED, NATIVE):
-        assert decide(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
+        assert classify_for_apply(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
 
 
 def test_decide_on_a_vendor_build(spec: PatchSpec) -> None:
-    known, rewritten = decide(VENDOR, spec, "9.0.0+git8514f05")
+    known, rewritten = classify_for_apply(VENDOR, spec, "9.0.0+git8514f05")
     assert known == classify(VENDOR, spec, "9.0.0") and known.state == "eager"
     assert isinstance(rewritten, Rewritten) and rewritten.source == VENDOR.replace(EAGER, LAZY)
     lazy = VENDOR.replace(EAGER, LAZY)
-    assert decide(lazy, spec, "9.0.0") == (classify(lazy, spec, "9.0.0"), None)
+    assert classify_for_apply(lazy, spec, "9.0.0") == (classify(lazy, spec, "9.0.0"), None)
 
 
 def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: PatchSpec) -> None:
@@ -201,7 +201,7 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     wrong = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
     )
-    assert decide(SOURCE, wrong, "9.0.0") == (
+    assert classify_for_apply(SOURCE, wrong, "9.0.0") == (
         Known("unknown", None, None, "patching it does not give the known patched bytes of torch 9.0.0"),
         None,
     )
@@ -209,12 +209,12 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(doubled)), *spec.releases.rows[1:]))
     )
-    assert decide(doubled, table, "9.0.0")[0].state == "unknown"
+    assert classify_for_apply(doubled, table, "9.0.0")[0].state == "unknown"
     already = SOURCE + b"# " + LAZY + b"\n"  # the lazy text there already
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(already)), *spec.releases.rows[1:]))
     )
-    assert decide(already, table, "9.0.0")[1] is None
+    assert classify_for_apply(already, table, "9.0.0")[1] is None
 
 
 def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
@@ -245,14 +245,14 @@ def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None
     for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
         known = classify(VENDOR, three, version)
         assert known.release is not None and known.release.version == version.split("+")[0]
-        decided, rewritten = decide(VENDOR, three, version)
+        decided, rewritten = classify_for_apply(VENDOR, three, version)
         assert decided == known and rewritten is not None
-        exact, _ = decide(SOURCE, three, version)
+        exact, _ = classify_for_apply(SOURCE, three, version)
         assert exact.release is not None and exact.release.version == version.split("+")[0]
 
 
 def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
-    known, rewritten = decide(RECODED, spec, "9.0.0")
+    known, rewritten = classify_for_apply(RECODED, spec, "9.0.0")
     assert (known.state, rewritten) == ("unknown", None)
     assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
 
@@ -318,7 +318,7 @@ def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
     monkeypatch.setattr("patcher.core.transform.site_of", no_parse)
     monkeypatch.setattr("patcher.core.transform.rewrite", no_parse)
     assert classify(patched, spec, "9.0.0+rocm", undo) == hit
-    assert decide(patched, spec, "9.0.0+rocm", undo) == (hit, None)
+    assert classify_for_apply(patched, spec, "9.0.0+rocm", undo) == (hit, None)
 
 
 @pytest.mark.parametrize(

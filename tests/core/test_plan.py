@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 
 from patcher.core import facts, plan, state, steps
-from patcher.core.classify import classify, decide
+from patcher.core.classify import classify, classify_for_apply
 from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.spec import PatchSpec
-from patcher.core.steps import ABSENT, ANY, Rebuild, Remove, Write
+from patcher.core.steps import ABSENT, ANY, PlanStep, Rebuild, Remove, Write
 from tests.core import world
 from tests.core.world import (
     AFTER_RECORD_STAT,
@@ -67,31 +67,31 @@ def undo_of(
 
 def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None = None) -> plan.Plan:
     if command == "apply":
-        known, rewritten = decide(snap.graph, spec, "9.0.0+cu128")
+        known, rewritten = classify_for_apply(snap.graph, spec, "9.0.0+cu128")
     else:
         known, rewritten = classify(snap.graph, spec, "9.0.0+cu128"), None
-    reading = facts.read(snap, spec, known, world.UNDO_ROW, world.NOW)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     does = state.TABLES[command][reading.state].does
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)
 
 
-def expected(name: str, index: int, command: str) -> list[plan.Step]:
+def expected(name: str, index: int, command: str) -> list[PlanStep]:
     patched, rec, undone = world.applied()
     vendor_rec, vendor_undo = world.applied(VENDOR, match="site")[1:]
     pristine_rec = world.record_of(SOURCE)
-    apply_pristine: list[plan.Step] = [
+    apply_pristine: list[PlanStep] = [
         undo(undone, None),
         graph(PATCHED, GRAPH_STAT, NOW, SOURCE),
         record(rec, pristine_rec, 0o664),
     ]
-    restore: list[plan.Step] = [  # mode and mtime of graph.py and RECORD as the undo record names them
+    restore: list[PlanStep] = [  # mode and mtime of graph.py and RECORD as the undo record names them
         graph(SOURCE, GRAPH_STAT, GRAPH_STAT.mtime_ns, PATCHED),
         record(pristine_rec, rec, RECORD_STAT.mode, RECORD_STAT.mtime_ns),
         gone(undone),
     ]
     forged = world.forged(undone, patched, SOURCE)
     unrecorded_undo = undo_of(SOURCE, AFTER_STAT, None)
-    table: dict[tuple[str, int, str], list[plan.Step]] = {
+    table: dict[tuple[str, int, str], list[PlanStep]] = {
         ("pristine", 0, "apply"): apply_pristine,
         ("pristine", 0, "revert"): [],
         ("pristine", 1, "apply"): [  # no RECORD: the undo record takes graph.py's mode and owner

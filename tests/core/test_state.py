@@ -24,7 +24,7 @@ ALL_STATES = typing.get_args(state.State)
 def test_each_state_is_named_from_the_bytes(spec: PatchSpec, name: str, index: int) -> None:
     snap = world.states()[name][index]
     known = classify(snap.graph, spec, "9.0.0")
-    assert facts.read(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
+    assert facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
 
 
 def test_the_cases_cover_every_state() -> None:
@@ -62,20 +62,20 @@ def _facts(base: str, fit: str, names_original: bool = False, names_patched: boo
 @pytest.mark.parametrize("base", list(BY_BASE_AND_FIT))
 def test_decide_by_base_and_fit(base: str) -> None:
     for fit, expected in BY_BASE_AND_FIT[base].items():
-        assert state.decide(_facts(base, fit)) == expected, fit
-    assert state.decide(_facts(base, "untrusted")) == UNTRUSTED[base]
-    assert state.decide(_facts(base, "changed")) == "edited"
+        assert state.name_state(_facts(base, fit)) == expected, fit
+    assert state.name_state(_facts(base, "untrusted")) == UNTRUSTED[base]
+    assert state.name_state(_facts(base, "changed")) == "edited"
 
 
 def test_an_unfinished_apply_or_revert_is_named_from_the_row() -> None:
-    assert state.decide(_facts("ours", "after", names_original=True)) == "apply-interrupted"
-    assert state.decide(_facts("lazy", "after", names_original=True)) == "apply-interrupted"
-    assert state.decide(_facts("eager", "before", names_patched=True)) == "revert-interrupted"
+    assert state.name_state(_facts("ours", "after", names_original=True)) == "apply-interrupted"
+    assert state.name_state(_facts("lazy", "after", names_original=True)) == "apply-interrupted"
+    assert state.name_state(_facts("eager", "before", names_patched=True)) == "revert-interrupted"
     # the row's evidence counts only in the state it finishes
-    assert state.decide(_facts("ours", "after", names_patched=True)) == "patched"
-    assert state.decide(_facts("eager", "before", names_original=True)) == "record-only"
-    assert state.decide(_facts("ours", "none", names_original=True)) == "unrecorded"
-    assert state.decide(_facts("eager", "none", names_patched=True)) == "pristine"
+    assert state.name_state(_facts("ours", "after", names_patched=True)) == "patched"
+    assert state.name_state(_facts("eager", "before", names_original=True)) == "record-only"
+    assert state.name_state(_facts("ours", "none", names_original=True)) == "unrecorded"
+    assert state.name_state(_facts("eager", "none", names_patched=True)) == "pristine"
 
 
 LAZY_STATES = {

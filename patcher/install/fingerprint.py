@@ -41,7 +41,7 @@ def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
 
 
 def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, dict[str, str]]:
-    outcome = rewrite(source, spec, to="lazy")
+    outcome = rewrite(source, spec)
     if isinstance(outcome, Refused):
         raise refused(f"torch {version}: cannot fingerprint graph.py: {outcome.reason}.")
     if isinstance(outcome, Unchanged):
