@@ -10,12 +10,9 @@ once and kept by the engine between runs, the tool taken from the tool image the
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
-import functools
 import json
 import os
 import re
-import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -25,6 +22,18 @@ import pytest
 from tests import images
 from tests.conftest import need
 from tests.docs import block, command
+from tests.image_checks import (
+    COMMAND,
+    LAYOUTS,
+    MAX_BEYOND_PATCH_MB,
+    ROCM,
+    TORCH,
+    Layout,
+    assert_footprint,
+    build,
+    commands,
+    sh,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 # Dockerfile.rocm's patch step, the README's second line.
@@ -32,47 +41,7 @@ PATCH_STEP = (
     "RUN --mount=type=bind,from=torch-lazylog,target=/mnt"
     " /mnt/torch-lazylog apply && /mnt/torch-lazylog verify"
 )
-COMMAND = "/usr/local/bin/torch-lazylog"
-# What the step may add beyond the files the patch rewrites or adds (issue 34: the file, about 230 KB).
-MAX_BEYOND_PATCH_MB = 1.0
-
 pytestmark = pytest.mark.image
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """Where a users' image keeps the torch the server imports, and how its packages are managed."""
-
-    name: str
-    base: Callable[[], str]
-    python: str  # the interpreter whose torch is patched: the image's python3
-    server: str  # the server's environment: every file in it is compared with the base's
-    site: str  # torch's site directory (a shell glob)
-    freeze: str
-    uninstall: str
-    vendor: bool = False  # graph.py is no release's bytes: apply reads it with libcst
-
-    @property
-    def graph(self) -> str:
-        return f"{self.site}/torch/_inductor/graph.py"
-
-    @property
-    def record(self) -> str:
-        return f"{self.site}/torch-*.dist-info/RECORD"
-
-
-_VENV = ("/opt/venv/bin/python", "/opt/venv", "/opt/venv/lib/python3*/site-packages",
-         "/opt/venv/bin/python -m pip freeze --all", "/opt/venv/bin/python -m pip uninstall -y -q torch")  # fmt: skip
-LAYOUTS = [
-    Layout("rocm-venv", images.rocm_base, *_VENV),
-    Layout(
-        "vllm-system", images.system_base, "/usr/bin/python3", "/usr/local",
-        "/usr/local/lib/python3*/dist-packages", "uv pip freeze --system",
-        "uv pip uninstall -q --system --break-system-packages torch",
-    ),
-    Layout("vendor-eager", images.vendor_eager_base, *_VENV, vendor=True),
-]  # fmt: skip
-ROCM = LAYOUTS[0]
 
 
 def _base(make: Callable[[], str]) -> str:
@@ -97,27 +66,6 @@ def _tag(name: str) -> str:
     return f"torch-lazylog-test:{name}-{os.getpid()}"
 
 
-def _build(
-    context: Path,
-    tag: str,
-    base: str,
-    dockerfile: str = "Dockerfile.rocm",
-    cache: bool = False,
-    args: tuple[str, ...] = (),
-    classic: bool = False,
-) -> str:
-    """Build with BuildKit and plain progress (or the classic builder); returns the build log. Without
-    `cache` every step runs: the engine keeps its build cache between runs, and a test of what the
-    steps do must see them run."""
-    done = images.docker(
-        "build", "--network=host", *([] if classic else ["--progress=plain"]), *([] if cache else ["--no-cache"]),
-        "-f", str(context / dockerfile), "--build-arg", f"BASE_IMAGE={base}", *args, "-t", tag, str(context),
-        env={"DOCKER_BUILDKIT": "0"} if classic else images.BUILDKIT,
-    )  # fmt: skip
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    return done.stdout + done.stderr
-
-
 def _step_cached(log: str, step: str) -> bool:
     def words(line: str) -> list[str]:
         return line.replace("\\", " ").split()
@@ -127,12 +75,8 @@ def _step_cached(log: str, step: str) -> bool:
     return any(re.search(rf"^#{i} CACHED$", log, re.M) for i in ids)
 
 
-def _sh(image: str, script: str) -> subprocess.CompletedProcess[str]:
-    return images.docker("run", "--rm", "--network=host", image, "sh", "-c", script, timeout=1800)
-
-
 def _freeze(image: str, layout: Layout) -> str:
-    done = _sh(image, layout.freeze)
+    done = sh(image, layout.freeze)
     assert done.returncode == 0, done.stderr
     assert "torch==" in done.stdout
     return done.stdout
@@ -166,11 +110,11 @@ def _image(layout: Layout, kind: str, factory: pytest.TempPathFactory) -> Built:
         root = factory.mktemp(f"{kind}-{layout.name}") / "context"
         tag = _tag(f"{kind.split('.')[0].lower()}-{layout.name}")
         if kind == "Dockerfile.rocm":
-            log = _build(_context(root), tag, base)
+            log = build(_context(root), tag, base)
         else:
             snippet = classic_form(layout) if kind == "classic" else None
             with images.tool_named():
-                log = _build(
+                log = build(
                     images.snippet_context(root, snippet), tag, base, "Dockerfile", classic=kind == "classic"
                 )
         _BUILT[layout.name, kind] = Built(layout, kind, base, tag, log)
@@ -207,107 +151,24 @@ def test_the_image_verifies(stepped: Built) -> None:
     assert "5 checks passed" in runtime.stdout
 
 
-# Every command a shell finds on PATH, the first of each name as the shell takes it: name, where it
-# was found, the file that resolves to. Both count: a venv's `python3` and another venv's resolve to
-# the same interpreter and run differently (each finds its environment from where it was started).
-_COMMANDS = r"""
-seen=' '
-IFS=:
-for d in $PATH; do
-  for f in "$d"/*; do
-    n=${f##*/}
-    [ -f "$f" ] && [ -x "$f" ] || continue
-    case "$seen" in *" $n "*) continue ;; esac
-    seen="$seen$n "
-    printf '%s\t%s %s\n' "$n" "$f" "$(readlink -f "$f")"
-  done
-done
-"""
-
-
-@functools.cache
-def _commands(image: str) -> dict[str, str]:
-    done = _sh(image, _COMMANDS)
-    assert done.returncode == 0, done.stderr
-    return dict(line.split("\t", 1) for line in done.stdout.splitlines())
-
-
 def test_the_step_adds_one_command_and_every_other_name_resolves_as_in_the_base(stepped: Built) -> None:
-    before, after = _commands(stepped.base), _commands(stepped.image)
+    before, after = commands(stepped.base), commands(stepped.image)
     assert {"python3", "sh"} <= before.keys(), "the stand-in has no python3 on PATH"
     assert after == {**before, "torch-lazylog": f"{COMMAND} {COMMAND}"}
 
 
-_TORCH = "import sys, torch; print(torch.__version__, torch.__file__, sys.executable)"
-
-
 def test_the_images_own_python_imports_the_same_torch_after_the_step(stepped: Built) -> None:
     """What the image's users run: `python3 -c 'import torch'`, and `python` where the base has one."""
-    names = ["python3"] + (["python"] if "python" in _commands(stepped.base) else [])
+    names = ["python3"] + (["python"] if "python" in commands(stepped.base) else [])
     for name in names:
-        before, after = (_sh(image, f'{name} -c "{_TORCH}"') for image in (stepped.base, stepped.image))
+        before, after = (sh(image, f'{name} -c "{TORCH}"') for image in (stepped.base, stepped.image))
         assert before.returncode == 0, f"{name} in the base: {before.stderr}"
         assert after.returncode == 0, f"{name} after the step: {after.stderr}"
         assert after.stdout == before.stdout and "2.10.0" in after.stdout
 
 
-# Every path of the image's root filesystem: kind, mode, owner, size, mtime, ctime, link target. A file
-# of a lower layer keeps its inode's times in every container of every image over that layer; a file
-# the step wrote is new in the step's layers. A directory's times change with its entries: only its
-# kind, mode and owner count.
-_TREE = (
-    r"find / -xdev \( -path /proc -o -path /sys -o -path /dev \) -prune -o "
-    r"-printf '%y %m %U %G %s %T@ %C@ %l\t%p\n'"
-)
-# Made by the container runtime in every container, not by the image.
-_RUNTIME = {
-    "/",
-    "/.dockerenv",
-    "/etc/hosts",
-    "/etc/hostname",
-    "/etc/resolv.conf",
-    "/etc/mtab",
-    "/proc",
-    "/sys",
-    "/dev",
-}
-
-
-@functools.cache
-def _tree(image: str) -> dict[str, str]:
-    done = _sh(image, _TREE)
-    assert done.returncode == 0, done.stderr
-    tree = {}
-    for line in done.stdout.splitlines():
-        attributes, path = line.split("\t", 1)
-        fields = attributes.split(" ")
-        tree[path] = " ".join(fields[:4] if fields[0] == "d" else fields)
-    return tree
-
-
-def _readme_footprint() -> list[str]:
-    """The documented list of what the step changes: the first code span of each item."""
-    return re.findall(r"^- `([^`]+)`", block("image-footprint"), re.M)
-
-
 def test_the_step_changes_exactly_what_the_readme_lists(stepped: Built) -> None:
     assert_footprint(stepped.base, stepped.image)
-
-
-def assert_footprint(base: str, image: str) -> None:
-    """`image` differs from `base` in exactly the paths the README's footprint list names."""
-    listed = _readme_footprint()
-    assert COMMAND in listed, listed
-    (site,) = {p.rsplit("/torch/", 1)[0] for p in _tree(base) if p.endswith("/torch/_inductor/graph.py")}
-    patterns = [p if p.startswith("/") else f"{site}/{p}" for p in listed]
-    before, after = _tree(base), _tree(image)
-    changed = sorted(p for p in before.keys() | after.keys() if before.get(p) != after.get(p))
-    outside = [p for p in changed if p not in _RUNTIME]
-    assert [p for p in outside if not any(fnmatch.fnmatch(p, pattern) for pattern in patterns)] == []
-    for pattern in patterns:
-        was = any(fnmatch.fnmatch(p, pattern) for p in before)
-        expected = was if "__pycache__" in pattern else True  # a pyc is rebuilt where the base has one
-        assert any(fnmatch.fnmatch(p, pattern) for p in outside) == expected, (pattern, outside)
 
 
 # What a container of the image starts with. The rest of the configuration is the builder's record
@@ -348,9 +209,9 @@ def test_the_image_grows_by_the_patch_and_the_file(stepped: Built) -> None:
     """At most the patch plus 1 MB; the classic builder's vendor form, plus the libcst layer the docs
     state (and no libcst in the image's filesystem, as on every image here)."""
     beyond = _added_beyond_the_patch_mb(stepped)
-    size = _sh(stepped.image, f"wc -c < {COMMAND}")
+    size = sh(stepped.image, f"wc -c < {COMMAND}")
     assert size.returncode == 0 and int(size.stdout) < MAX_BEYOND_PATCH_MB * 1e6 / 2
-    found = _sh(
+    found = sh(
         stepped.image,
         "find / -xdev -name 'libcst*' | head -3; python3 -c 'import libcst' 2>/dev/null || echo none",
     )
@@ -368,8 +229,8 @@ def test_revert_in_the_image_restores_the_base_bytes(built: Built) -> None:
     build (read with libcst, which the image does not keep), says in one sentence how to check it."""
     layout, base, image = built.layout, built.base, built.image
     hashes = f"sha256sum {layout.graph} {layout.record}"
-    original = _sh(base, hashes)
-    reverted = _sh(
+    original = sh(base, hashes)
+    reverted = sh(
         image,
         f"torch-lazylog revert >/dev/null && {hashes} && torch-lazylog verify >/dev/null 2>/tmp/err;"
         " echo verify=$? && cat /tmp/err",
@@ -398,7 +259,7 @@ ls -d torch torch-*.dist-info 2>/dev/null | sed 's/^/left: /' || true
 find / -xdev \\( -name torch_lazylog.json -o -name .torch_lazylog.json \\) | sed 's/^/left: /'
 echo done
 """
-    done = _sh(image, script)
+    done = sh(image, script)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines() == ["done"], done.stdout
 
@@ -408,20 +269,20 @@ def test_the_build_cache_keeps_the_patch_only_while_the_tool_is_the_same(tmp_pat
     context = _context(tmp_path / "context")
     tag = _tag("cache")
     try:
-        _build(context, tag, base)
-        assert _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
+        build(context, tag, base)
+        assert _step_cached(build(context, tag, base, cache=True), PATCH_STEP), (
             "a rebuild of the same context reran the patch"
         )
         definition = context / "patches" / "lazy_implicit_fallback.json"
         # Edits of this run's own: the engine caches by content, across runs of the same commit.
         edit = uuid.uuid4().hex
         definition.write_text(definition.read_text().replace('"summary": "', f'"summary": "(edited {edit}) '))
-        assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
+        assert not _step_cached(build(context, tag, base, cache=True), PATCH_STEP), (
             "a new patches/ kept the old patch layer"
         )
         init = context / "patcher" / "__init__.py"
         init.write_text(init.read_text() + f"\n# a change to the tool, {edit}\n")
-        assert not _step_cached(_build(context, tag, base, cache=True), PATCH_STEP), (
+        assert not _step_cached(build(context, tag, base, cache=True), PATCH_STEP), (
             "a new tool kept the old patch layer"
         )
     finally:
@@ -433,17 +294,17 @@ def test_a_natively_lazy_base_builds_and_apply_changes_nothing(tmp_path: Path) -
     context = _context(tmp_path / "context")
     tag = _tag("rocm-2.13.0")
     try:
-        log = _build(context, tag, base)
+        log = build(context, tag, base)
         assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
         hashes = f"sha256sum {ROCM.graph} {ROCM.record}"
-        assert _sh(tag, hashes).stdout == _sh(base, hashes).stdout
+        assert sh(tag, hashes).stdout == sh(base, hashes).stdout
         assert images.docker("run", "--rm", tag, "torch-lazylog", "verify").returncode == 0
     finally:
         images.docker("image", "rm", "-f", tag)
 
 
 # Every file of the torch install the tool could touch, with size and mtime: "nothing written".
-_TORCH_FILES = (
+TORCH_FILES = (
     f"cd {ROCM.site} && find torch/_inductor torch-*.dist-info -type f | sort"
     " | xargs stat -c '%n %s %Y' && find torch/_inductor torch-*.dist-info -type f | sort | xargs sha256sum"
 )
@@ -465,7 +326,7 @@ print(text.startswith(b"# "), os.path.exists(info + "/torch_lazylog.json"))
 def test_the_vendor_stand_in_ships_the_lazy_call_with_a_matching_record() -> None:
     """The base of the issue-15 test is what it claims, whatever the engine does with it."""
     base = _base(images.vendor_fixed_base)
-    done = _sh(base, f"/opt/venv/bin/python -c '{_VENDOR_CHECK}'")
+    done = sh(base, f"/opt/venv/bin/python -c '{_VENDOR_CHECK}'")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "1", "0", "True", "False"]
 
@@ -476,16 +337,16 @@ def test_a_vendor_torch_that_ships_the_fix_builds_and_nothing_is_written(tmp_pat
     nothing; revert writes nothing. The image's own command, without libcst, says in one sentence
     how to check it instead of a verdict it cannot make."""
     base = _base(images.vendor_fixed_base)
-    pristine = _sh(base, _TORCH_FILES)
+    pristine = sh(base, TORCH_FILES)
     assert pristine.returncode == 0, pristine.stderr
     tag = _tag("vendor-lazy")
     try:
-        _build(_context(tmp_path / "context"), tag, base)  # apply && verify exit 0
-        assert _sh(tag, _TORCH_FILES).stdout == pristine.stdout
+        build(_context(tmp_path / "context"), tag, base)  # apply && verify exit 0
+        assert sh(tag, TORCH_FILES).stdout == pristine.stdout
         with images.tool_volume() as volume:
             done = images.docker(
                 "run", "--rm", "-v", f"{volume}:/mnt:ro", tag, "sh", "-c",
-                f"python3 -B /mnt/torch-lazylog revert && python3 -B /mnt/torch-lazylog verify && {_TORCH_FILES}",
+                f"python3 -B /mnt/torch-lazylog revert && python3 -B /mnt/torch-lazylog verify && {TORCH_FILES}",
                 timeout=600,
             )  # fmt: skip
         assert done.returncode == 0, done.stdout + done.stderr

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests import image_checks as checks
 from tests import images, realdata
-from tests import test_image as one_step
 from tests.conftest import need_image
 from tests.helpers import checkout_copy, readme_snippet
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.image
 
 # A module only another version of the tool has: a step over its image must not keep it.
 EARLIER = "_an_earlier_version_only.py"
-COMMAND = one_step.COMMAND
+COMMAND = checks.COMMAND
 UNDO_RECORDS = "find / -xdev -name torch_lazylog.json"
 EARLIER_FORM = Path(__file__).resolve().parent / "data" / "earlier_step.dockerfile"
 _MADE: list[str] = []
@@ -62,9 +62,9 @@ def _step(
         context = images.tool_context(work / "source")
         if earlier:
             (context / "patcher" / EARLIER).write_text('"""Only in another version of torch-lazylog."""\n')
-        return tag, one_step._build(context, tag, base, cache=cache)
+        return tag, checks.build(context, tag, base, cache=cache)
     with images.tool_named(images.tool_image(EARLIER) if earlier else None):
-        return tag, one_step._build(
+        return tag, checks.build(
             images.snippet_context(work / "snippet"), tag, base, "Dockerfile", cache=cache
         )
 
@@ -75,11 +75,11 @@ def assert_users_see_the_base(base: str, image: str) -> None:
     torch."""
     code, output = _run(image, "torch-lazylog", "verify")
     assert code == 0 and "matches its undo record" in output, output
-    before, after = one_step._commands(base), one_step._commands(image)
+    before, after = checks.commands(base), checks.commands(image)
     assert {"python3", "sh"} <= before.keys()
     assert after == {**before, "torch-lazylog": f"{COMMAND} {COMMAND}"}
     for name in ["python3"] + (["python"] if "python" in before else []):
-        was, now = (one_step._sh(i, f'{name} -c "{one_step._TORCH}"') for i in (base, image))
+        was, now = (checks.sh(i, f'{name} -c "{checks.TORCH}"') for i in (base, image))
         assert was.returncode == 0 and now.returncode == 0, was.stderr + now.stderr
         assert now.stdout == was.stdout and images.ROCM_TORCH in now.stdout
 
@@ -89,7 +89,7 @@ def _run(image: str, *command: str, user: str | None = None) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-def _hashes(layout: one_step.Layout) -> str:
+def _hashes(layout: checks.Layout) -> str:
     return f"sha256sum {layout.graph} {layout.record} {layout.site}/torch-*.dist-info/torch_lazylog.json"
 
 
@@ -107,18 +107,18 @@ def _grew_mb(before: str, after: str) -> float:
 def test_the_step_built_again_over_its_own_output(kind: str, tmp_path: Path) -> None:
     """The step over an image another version of the tool made: the command replaced whole, torch
     already lazy (nothing to do), the footprint of one step, the file's size added again and no more."""
-    base, layout = need_image(one_step.ROCM.base), one_step.ROCM
+    base, layout = need_image(checks.ROCM.base), checks.ROCM
     once, _ = _step(kind, base, f"once-{kind}", tmp_path / "once", earlier=True, cache=True)
     twice, log = _step(kind, once, f"twice-{kind}", tmp_path / "twice")
-    assert one_step._sh(once, _EARLIER_IN_COMMAND).stdout == "1\n", "the first image lacks the other tool"
-    assert one_step._sh(twice, _EARLIER_IN_COMMAND).stdout == "0\n", "the other tool's command stayed"
+    assert checks.sh(once, _EARLIER_IN_COMMAND).stdout == "1\n", "the first image lacks the other tool"
+    assert checks.sh(twice, _EARLIER_IN_COMMAND).stdout == "0\n", "the other tool's command stayed"
     assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
-    hashes = one_step._sh(once, _hashes(layout))
+    hashes = checks.sh(once, _hashes(layout))
     assert hashes.returncode == 0 and len(hashes.stdout.splitlines()) == 3, hashes.stderr
-    assert one_step._sh(twice, _hashes(layout)).stdout == hashes.stdout
-    one_step.assert_footprint(base, twice)
+    assert checks.sh(twice, _hashes(layout)).stdout == hashes.stdout
+    checks.assert_footprint(base, twice)
     again = _grew_mb(once, twice)
-    assert again <= one_step.MAX_BEYOND_PATCH_MB, f"the step again adds {again:.2f} MB"
+    assert again <= checks.MAX_BEYOND_PATCH_MB, f"the step again adds {again:.2f} MB"
     assert_users_see_the_base(base, twice)
 
 
@@ -126,24 +126,24 @@ def test_the_step_over_an_image_made_with_the_earlier_form(tmp_path: Path) -> No
     """The earlier README block (its own environment in /opt/torch-lazylog, a link on PATH, a
     variable), then the README's block: the link replaced by the file, torch lazy already, the
     earlier environment left as it was (its layer cannot be taken back), and only the file added."""
-    base, layout = need_image(one_step.ROCM.base), one_step.ROCM
+    base, layout = need_image(checks.ROCM.base), checks.ROCM
     context = tmp_path / "earlier"
     (context / "dist").mkdir(parents=True)
     source = checkout_copy(tmp_path / "checkout")
     realdata.pip(["wheel", "--quiet", "--no-deps", "-w", str(context / "dist"), str(source)], "setuptools")
     (context / "Dockerfile").write_text(f"ARG BASE_IMAGE\nFROM ${{BASE_IMAGE}}\n{EARLIER_FORM.read_text()}")
     earlier = _tag("earlier-form")
-    one_step._build(context, earlier, base, "Dockerfile", cache=True)
-    link = one_step._sh(earlier, f"readlink {COMMAND}")
+    checks.build(context, earlier, base, "Dockerfile", cache=True)
+    link = checks.sh(earlier, f"readlink {COMMAND}")
     assert link.stdout == "/opt/torch-lazylog/bin/torch-lazylog\n", "the earlier form made no link"
     now, log = _step("snippet", earlier, "over-earlier-form", tmp_path / "now")
     assert "formats the implicit-fallback log lazily already" in log and "nothing to do" in log
-    assert one_step._sh(now, f"[ -f {COMMAND} ] && [ ! -L {COMMAND} ] && echo file").stdout == "file\n"
-    assert one_step._sh(now, _hashes(layout)).stdout == one_step._sh(earlier, _hashes(layout)).stdout
+    assert checks.sh(now, f"[ -f {COMMAND} ] && [ ! -L {COMMAND} ] && echo file").stdout == "file\n"
+    assert checks.sh(now, _hashes(layout)).stdout == checks.sh(earlier, _hashes(layout)).stdout
     tree = "find /opt/torch-lazylog -printf '%p %s %T@\\n' | sort | sha256sum"
-    assert one_step._sh(now, tree).stdout == one_step._sh(earlier, tree).stdout
+    assert checks.sh(now, tree).stdout == checks.sh(earlier, tree).stdout
     again = _grew_mb(earlier, now)
-    assert again <= one_step.MAX_BEYOND_PATCH_MB, f"the step over the earlier form adds {again:.2f} MB"
+    assert again <= checks.MAX_BEYOND_PATCH_MB, f"the step over the earlier form adds {again:.2f} MB"
     code, output = _run(now, "torch-lazylog", "verify")
     assert code == 0 and "matches its undo record" in output, output
 
@@ -158,7 +158,7 @@ _REINSTALL = {
 }
 
 
-def _reinstall_dockerfile(layout: one_step.Layout, base: str) -> str:
+def _reinstall_dockerfile(layout: checks.Layout, base: str) -> str:
     """docs/image-layouts.md's derived image up to its step, on `base`: torch reinstalled."""
     block = images.documented_dockerfile("image-layout-derived")
     derived = block[: block.index(readme_snippet())]
@@ -173,9 +173,9 @@ def _reinstall_dockerfile(layout: one_step.Layout, base: str) -> str:
     return derived
 
 
-@pytest.mark.parametrize("layout", one_step.LAYOUTS[:2], ids=[layout.name for layout in one_step.LAYOUTS[:2]])
+@pytest.mark.parametrize("layout", checks.LAYOUTS[:2], ids=[layout.name for layout in checks.LAYOUTS[:2]])
 def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_record(
-    layout: one_step.Layout, tmp_path: Path
+    layout: checks.Layout, tmp_path: Path
 ) -> None:
     base = need_image(layout.base)
     once, _ = _step("Dockerfile.rocm", base, f"reinstall-once-{layout.name}", tmp_path / "once", cache=True)
@@ -189,18 +189,18 @@ def test_torch_reinstalled_over_the_step_is_patched_again_with_a_fresh_undo_reco
     code, output = _run(reinstalled, "torch-lazylog", "verify")
     assert code == 1, output
     assert "formats the implicit-fallback log eagerly" in output and "lazily" not in output, output
-    assert one_step._sh(reinstalled, UNDO_RECORDS).stdout == ""
-    pristine = one_step._sh(reinstalled, f"sha256sum {layout.graph} {layout.record}")
+    assert checks.sh(reinstalled, UNDO_RECORDS).stdout == ""
+    pristine = checks.sh(reinstalled, f"sha256sum {layout.graph} {layout.record}")
     # graph.py is torch's own again (RECORD is the installer's new one: its rows may differ)
     graph = f"sha256sum {layout.graph}"
-    assert one_step._sh(reinstalled, graph).stdout == one_step._sh(base, graph).stdout != ""
+    assert checks.sh(reinstalled, graph).stdout == checks.sh(base, graph).stdout != ""
     again, log = _step("Dockerfile.rocm", reinstalled, f"again-{layout.name}", tmp_path / "again")
     assert "Patched graph.py" in log, log[-3000:]
     code, output = _run(again, "torch-lazylog", "verify")
     assert code == 0 and "matches its undo record" in output, output
-    assert len(one_step._sh(again, UNDO_RECORDS).stdout.splitlines()) == 1
+    assert len(checks.sh(again, UNDO_RECORDS).stdout.splitlines()) == 1
     # the undo record describes the reinstalled torch: revert gives back its bytes
-    reverted = one_step._sh(
+    reverted = checks.sh(
         again, f"torch-lazylog revert >/dev/null && sha256sum {layout.graph} {layout.record}"
     )
     assert reverted.returncode == 0 and reverted.stdout == pristine.stdout, reverted.stderr
@@ -213,7 +213,7 @@ def _documented_build(name: str, base: str, work: Path, args: tuple[str, ...] = 
     (context / "Dockerfile").write_text(images.documented_dockerfile(name))
     tag = _tag(name)
     with images.tool_named():
-        return tag, one_step._build(context, tag, base, "Dockerfile", cache=True, args=args)
+        return tag, checks.build(context, tag, base, "Dockerfile", cache=True, args=args)
 
 
 def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Path) -> None:
@@ -229,8 +229,8 @@ def test_a_non_root_base_keeps_its_user_who_can_verify_and_diagnose(tmp_path: Pa
     code, output = _run(image, "torch-lazylog", "diagnose", "--help")
     assert code == 0 and "Usage:" in output, output
     assert_users_see_the_base(base, image)
-    grew = _grew_mb(base, image) - images.patch_bytes(image, one_step.ROCM.site) / 1e6
-    assert grew <= one_step.MAX_BEYOND_PATCH_MB, f"{grew:.2f} MB beyond the patch"
+    grew = _grew_mb(base, image) - images.patch_bytes(image, checks.ROCM.site) / 1e6
+    assert grew <= checks.MAX_BEYOND_PATCH_MB, f"{grew:.2f} MB beyond the patch"
 
 
 def test_dockerfile_rocm_on_a_non_root_base_stops_with_one_sentence(tmp_path: Path) -> None:
@@ -252,12 +252,12 @@ def test_dockerfile_rocm_on_a_non_root_base_stops_with_one_sentence(tmp_path: Pa
 
 
 def test_a_builder_stages_venv_copied_into_the_runtime_stage_verifies_lazy(tmp_path: Path) -> None:
-    builder, runtime = need_image(one_step.ROCM.base), need_image(images.runtime_base)
+    builder, runtime = need_image(checks.ROCM.base), need_image(images.runtime_base)
     # The block's own check in the runtime stage fails the build unless the copy is lazy; the engine
     # may reuse an earlier run's build of the same inputs (the copy is the venv's 7 GB), so the image
     # is checked again here, by what its users run.
     image, _ = _documented_build(
         "image-layout-multi-stage", builder, tmp_path, ("--build-arg", f"RUNTIME_IMAGE={runtime}")
     )
-    assert one_step._sh(image, "ls -d /opt/torch-lazylog 2>&1 || true").stdout.count("No such") == 1
+    assert checks.sh(image, "ls -d /opt/torch-lazylog 2>&1 || true").stdout.count("No such") == 1
     assert_users_see_the_base(builder, image)

@@ -341,3 +341,18 @@ def test_no_record_or_other_bytes_settle_nothing(spec: PatchSpec) -> None:
     assert classify_module.by_record(patched, spec, None) is None
     assert classify_module.by_record(patched + b"# edited\n", spec, undo) is None
     assert classify_module.by_record(VENDOR, spec, undo) is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "ours"),
+    [
+        (b"    " + EAGER + b",\n", b"    " + LAZY + b",\n", True),
+        (b"    " + EAGER + b",\n", b"    " + LAZY + b", 1\n", False),  # one eager call, another edit
+        (b"    " + EAGER + b", " + EAGER + b"\n", b"    " + LAZY + b", " + LAZY + b"\n", False),  # two
+        (b"    x,\n", b"    x,\n", False),  # no eager call: nothing to make lazy
+    ],
+)
+def test_only_the_patchs_one_edit_is_ours(spec: PatchSpec, old: bytes, new: bytes, ours: bool) -> None:
+    from patcher.core.edits import Edit
+
+    assert classify_module.one_edit(Edit(0, old, new), spec) is ours
