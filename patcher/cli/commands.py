@@ -120,7 +120,7 @@ def caught(
             _traceback()
         error = error_report(command, exc.code, exc.text(_single_file()), exc.state, exc.torch)
         error = error._replace(next=(given or Given()).command(exc.next, exc.install), diff=exc.diff)
-        finish(error, as_json, extra)
+        finish(error, as_json, extra, exc.next == "reinstall")
     except Interrupted as exc:
         finish(interrupted(command, exc.signum), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
@@ -172,14 +172,16 @@ def _traceback() -> None:
     traceback.print_exc()
 
 
-def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> tuple[str, str]:
-    """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones."""
+def _render(
+    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, reinstall: bool
+) -> tuple[str, str]:
+    """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones;
+    `reinstall`: the next step is the advice to reinstall torch, not a command of this tool."""
     if as_json:
         return json.dumps(report.to_json() | (extra or {}), indent=2) + "\n", ""
     text = report.message
     if report.next:
-        ours = report.next.startswith(program() + " ")
-        only = "Next" if ours else "Only a reinstall of torch can fix this"
+        only = "Only a reinstall of torch can fix this" if reinstall else "Next"
         text += f"\n{only}: {report.next}"
     diff = report.diff or ""
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
@@ -187,12 +189,14 @@ def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = 
     return diff + text + "\n", ""
 
 
-def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> NoReturn:
+def finish(
+    report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None, reinstall: bool = False
+) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
     A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json, extra)
+    out, err = _render(report, as_json, extra, reinstall)
     try:
         if err:
             _write(sys.stderr, err)
@@ -227,7 +231,7 @@ def _silence() -> None:
 
 def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
     report = caught(command, as_json, verbose, work, given)
-    finish(report._replace(next=given.command(report.next)), as_json)
+    finish(report._replace(next=given.command(report.next)), as_json, reinstall=report.next == "reinstall")
 
 
 def _target(given: Given) -> tuple[Target, PatchSpec]:
