@@ -1,4 +1,4 @@
-"""The one domain error and the exit codes, in one place."""
+"""The one domain error, its typed parts and the one place that renders them, and the exit codes."""
 
 from __future__ import annotations
 
