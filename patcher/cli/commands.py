@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
 from patcher.core.errors import (
     ExitCode,
+    Hint,
     Install,
     Interrupted,
     LazylogError,
+    LeaveOut,
     Option,
     SingleFile,
     Torch,
@@ -243,7 +245,8 @@ def _target(given: Given) -> tuple[Target, PatchSpec]:
         if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
             raise LazylogError(
                 ExitCode.USAGE,
-                f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out",
+                f"Expected a path after {option}, found an empty value",
+                hint=Hint(("Give the path, or ", LeaveOut(option))),
             )
 
     patch = definitions.load()
