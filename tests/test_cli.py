@@ -302,4 +302,5 @@ def test_the_version_comes_from_metadata_when_version_py_has_none(
 @pytest.mark.parametrize("option", ["--python", "--torch-dir"])
 def test_an_empty_path_is_a_usage_error(option: str, run: Callable[..., Result]) -> None:
     result = run("verify", option, "", "--json")
-    assert result.exit_code == 2 and "found an empty value" in json.loads(result.stdout)["message"]
+    message = f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out."
+    assert result.exit_code == 2 and json.loads(result.stdout)["message"] == message

@@ -77,3 +77,13 @@ def test_a_failed_check_is_said_first_and_names_the_state(
     assert "lazily" not in message.split("Static check:")[0]
     assert f"found: {failed[0]} detail. Static check: " in message
     assert [c["name"] for c in report["checks"] if not c["passed"]] == list(failed)
+
+
+def test_a_python_that_imports_another_torch_is_told_to_pass_the_right_one(
+    patched: Path, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, report = _verify(_answer(Path("/elsewhere/torch/_inductor/graph.py")), patched, run, monkeypatch)
+    assert code == 4, report
+    assert report["message"].endswith(
+        "but it imports /elsewhere/torch/_inductor/graph.py. Pass --python with the interpreter that uses this torch."
+    )

@@ -120,11 +120,11 @@ def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.Mon
     with pytest.raises(LazylogError) as raised:
         importlib.import_module("patcher.core.transform")
     assert raised.value.code == ExitCode.ENVIRONMENT
-    assert raised.value.details["missing"] == "libcst"
+    assert raised.value.missing is not None and raised.value.missing.module == "libcst"
     # installed, the sentence is the wheel's; from the zip, the command line names the directory to mount
-    assert "install the torch-lazylog wheel" in commands._said(raised.value)
+    assert "install the torch-lazylog wheel" in raised.value.text(commands._single_file())
     monkeypatch.setattr(bundle, "in_zip", lambda: True)
-    said = commands._said(raised.value)
+    said = raised.value.text(commands._single_file())
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert f"found none for this Python ({minor} on " in said
     assert "in /mnt/torch-lazylog/torch-lazylog-libs. Nothing was written" in said

@@ -192,7 +192,7 @@ def main() -> None:
         if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
-        error = commands.error_report(word, ExitCode(exc.exit_code), exc.format_message(), "unknown", {})
+        error = commands.error_report(word, ExitCode(exc.exit_code), exc.format_message(), "unknown")
         commands.finish(error, True, {"processes": []} if word == "diagnose" else None)
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT

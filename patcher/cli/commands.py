@@ -14,7 +14,18 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
-from patcher.core.errors import ExitCode, Interrupted, LazylogError
+from patcher.core.errors import (
+    ExitCode,
+    Hint,
+    Install,
+    Interrupted,
+    LazylogError,
+    LeaveOut,
+    Option,
+    SingleFile,
+    Torch,
+    Variable,
+)
 
 if TYPE_CHECKING:
     from patcher.core.installed import Target
@@ -76,7 +87,7 @@ class Given(NamedTuple):
     torch_dir: str | None = None
     from_env: Mapping[str, str] = MappingProxyType({})
 
-    def command(self, step: str | None, details: dict[str, str | None]) -> str | None:
+    def command(self, step: str | None, install: Install | None = None) -> str | None:
         """The next step as a command line to run as it is (or, for a reinstall no command can
         name, what to do instead)."""
         if step is None:
@@ -84,16 +95,13 @@ class Given(NamedTuple):
         if step == "reinstall":
             from patcher.cli.advice import Layout, reinstall
 
-            owner = details.get("owner")
-            python = self.python or owner or (sys.executable if self.torch_dir is None else None)
-            vendor = details.get("vendor") == "yes"
+            install = install or Install()
+            python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
             quoted = _quote(python) if python else None
             import shutil  # only for advice
 
-            layout = Layout(
-                details.get("managed") == "yes", details.get("pip") != "no", bool(shutil.which("uv"))
-            )
-            return reinstall(quoted, details.get("dist_version"), vendor, details.get("installer"), layout)
+            layout = Layout(install.managed, install.pip is not False, bool(shutil.which("uv")))
+            return reinstall(quoted, install.dist_version, install.vendor, install.installer, layout)
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
         return f"{program()} {step}" + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
 
@@ -112,9 +120,9 @@ def caught(
     except LazylogError as exc:
         if verbose:
             _traceback()
-        error = error_report(command, exc.code, _said(exc), exc.state, exc.details)
-        error = error._replace(next=(given or Given()).command(exc.next, exc.details), diff=exc.diff)
-        finish(error, as_json, extra)
+        error = error_report(command, exc.code, exc.text(_single_file()), exc.state, exc.torch)
+        error = error._replace(next=(given or Given()).command(exc.next, exc.install), diff=exc.diff)
+        finish(error, as_json, extra, exc.next == "reinstall")
     except Interrupted as exc:
         finish(interrupted(command, exc.signum), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
@@ -126,40 +134,37 @@ def caught(
         message = (
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
-        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown", {}), as_json, extra)
+        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown"), as_json, extra)
 
 
-def _said(exc: LazylogError) -> str:
-    """The error's sentence; from the single file, a missing libcst names the directory to mount."""
+def _single_file() -> SingleFile | None:
+    """The single file, as its messages name it (this Python, its libcst directory); None installed."""
     from patcher.cli import bundle
 
-    what = exc.details.get("missing_for")
-    if exc.details.get("missing") != "libcst" or what is None or not bundle.in_zip():
-        return exc.message
+    if not bundle.in_zip():
+        return None
     import platform
 
-    from patcher.core.messages import missing_libcst_dir
-
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    libs = bundle.libs_dir(sys.argv[0])
-    return missing_libcst_dir(what, minor, platform.machine(), libs, bundle.LIBS_VARIABLE)
+    return SingleFile(minor, platform.machine(), bundle.libs_dir(sys.argv[0]), bundle.LIBS_VARIABLE)
 
 
 def error_report(
-    command: str, code: ExitCode, message: str, state: str, details: dict[str, str | None]
+    command: str, code: ExitCode, message: str, state: str, torch: Torch | None = None
 ) -> Report:
     from patcher.core.report import Report
 
+    version, torch_dir, graph_py, undo_record = torch or (None, None, None, None)
     return Report(
         command,
         state,
         False,
         message,
         code,
-        torch_version=details.get("torch_version"),
-        torch_dir=details.get("torch_dir"),
-        graph_py=details.get("graph_py"),
-        undo_record=details.get("undo_record"),
+        torch_version=version,
+        torch_dir=torch_dir,
+        graph_py=graph_py,
+        undo_record=undo_record,
     )
 
 
@@ -169,14 +174,16 @@ def _traceback() -> None:
     traceback.print_exc()
 
 
-def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> tuple[str, str]:
-    """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones."""
+def _render(
+    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, reinstall: bool
+) -> tuple[str, str]:
+    """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones;
+    `reinstall`: the next step is the advice to reinstall torch, not a command of this tool."""
     if as_json:
         return json.dumps(report.to_json() | (extra or {}), indent=2) + "\n", ""
     text = report.message
     if report.next:
-        ours = report.next.startswith(program() + " ")
-        only = "Next" if ours else "Only a reinstall of torch can fix this"
+        only = "Only a reinstall of torch can fix this" if reinstall else "Next"
         text += f"\n{only}: {report.next}"
     diff = report.diff or ""
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
@@ -184,12 +191,14 @@ def _render(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = 
     return diff + text + "\n", ""
 
 
-def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None) -> NoReturn:
+def finish(
+    report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None, reinstall: bool = False
+) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
     A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json, extra)
+    out, err = _render(report, as_json, extra, reinstall)
     try:
         if err:
             _write(sys.stderr, err)
@@ -224,31 +233,31 @@ def _silence() -> None:
 
 def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
     report = caught(command, as_json, verbose, work, given)
-    details = {"torch_version": report.torch_version}
-    finish(report._replace(next=given.command(report.next, details)), as_json)
+    finish(report._replace(next=given.command(report.next)), as_json, reinstall=report.next == "reinstall")
 
 
 def _target(given: Given) -> tuple[Target, PatchSpec]:
     from patcher.install import definitions, locate
 
     python, torch_dir = given.python, given.torch_dir
-    for option, value in (("--python", python), ("--torch-dir", torch_dir)):
+    options: tuple[tuple[Option, str | None], ...] = (("--python", python), ("--torch-dir", torch_dir))
+    for option, value in options:
         if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
             raise LazylogError(
                 ExitCode.USAGE,
-                f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out",
+                f"Expected a path after {option}, found an empty value",
+                hint=Hint(("Give the path, or ", LeaveOut(option))),
             )
 
     patch = definitions.load()
     try:
         return locate.locate(python, torch_dir, patch), patch
-    except LazylogError as exc:
-        from patcher.core.messages import from_variable
-
-        for option, value in (("--python", python), ("--torch-dir", torch_dir)):
-            if option in given.from_env and value is not None:
-                exc.message = from_variable(exc.message, option, given.from_env[option], _quote(value))
-        exc.args = (exc.message,)
+    except LazylogError as exc:  # about the values given: name the variables that gave them
+        exc.variables = tuple(
+            Variable(option, given.from_env[option], _quote(value))
+            for option, value in options
+            if option in given.from_env and value is not None
+        )
         raise
 
 
@@ -323,7 +332,7 @@ def interrupted(command: str, signum: int) -> Report:
     from patcher.core.messages import interrupted as sentence
 
     text = sentence(signal.Signals(signum).name, command)
-    return error_report(command, signal_code(signum), text, "unknown", {})
+    return error_report(command, signal_code(signum), text, "unknown")
 
 
 def handle_signals() -> None:

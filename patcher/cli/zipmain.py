@@ -81,7 +81,7 @@ def _without_click() -> None:
     from patcher.core.errors import ExitCode, missing_dependency
 
     text = missing_dependency("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-    report = commands.error_report(command_word(sys.argv[1:]), ExitCode.ENVIRONMENT, text, "unknown", {})
+    report = commands.error_report(command_word(sys.argv[1:]), ExitCode.ENVIRONMENT, text, "unknown")
     commands.finish(report, "--json" in sys.argv[1:])
 
 

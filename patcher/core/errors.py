@@ -1,9 +1,9 @@
-"""The one domain error and the exit codes, in one place."""
+"""The one domain error, its typed parts and the one place that renders them, and the exit codes."""
 
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Literal, NamedTuple
 
 
 class ExitCode(enum.IntEnum):
@@ -31,18 +31,131 @@ EXIT_CODE_HELP = """Exit codes:
 
 
 class LazylogError(Exception):
-    """A finished sentence for the user: what was expected, what was found, what to do."""
+    """The one domain error: a message kept in parts until `text` renders it, the one place that does.
+
+    `message` says what was expected and what was found; `hint`, what to do next, with the advice
+    about an option as data (`Pass`, `LeaveOut`), so that it names the option's environment variable
+    when the value came from there (`variables`). The facts are typed: which torch (`torch`), what a
+    reinstall's advice needs (`install`), the dependency that is not installed (`missing`).
+    """
 
     def __init__(
-        self, code: ExitCode, message: str, state: str = "unknown", next: Next | None = None
+        self,
+        code: ExitCode,
+        message: str,
+        state: str = "unknown",
+        next: Next | None = None,
+        hint: Hint | None = None,
+        missing: Missing | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.hint = hint
+        self.missing = missing
         self.state = state
         self.next = next
         self.diff: str | None = None  # for a refusal: the branch against the nearest known release
-        self.details: dict[str, str | None] = {}  # filled in by the engine: which torch, where
+        self.torch: Torch | None = None  # filled in by the engine: which torch, where
+        self.install: Install | None = None  # filled in by the engine for a reinstall's advice
+        self.variables: tuple[Variable, ...] = ()  # filled in by the command line that located torch
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def text(self, single_file: SingleFile | None = None) -> str:
+        """The sentence for the installed command, or, with `single_file`, for the single file (whose
+        missing libcst is a directory to mount); JSON's `message` is the same sentence."""
+        if single_file is not None and self.missing is not None and self.missing.module == "libcst":
+            return missing_libcst_dir(self.missing.what, single_file)
+        variables = {v.option: v for v in self.variables}
+        text = self.message
+        if self.hint is not None:
+            advice = "".join(_said(part, variables) for part in self.hint.parts)
+            text += f". {advice[:1].upper()}{advice[1:]}." if self.hint.sentence else f"; {advice}."
+        for v in self.variables:
+            text = (
+                text.rstrip(".")
+                + f" ({v.name}={v.value} in the environment; {v.option} on a command line wins over it)"
+            )
+        return text
+
+
+# The options that choose the torch to work on; a user may set each by its environment variable.
+Option = Literal["--python", "--torch-dir"]
+
+
+class Pass(NamedTuple):
+    """Advice to give `option` a value: "pass --python with WHAT", or "set VARIABLE to WHAT"."""
+
+    option: Option
+    what: str
+
+
+class LeaveOut(NamedTuple):
+    """Advice to stop giving `option`: "leave --torch-dir out", or "unset VARIABLE"."""
+
+    option: Option
+
+
+class Hint(NamedTuple):
+    """What to do next: words and advice about options, a sentence of its own or after a semicolon."""
+
+    parts: tuple[str | Pass | LeaveOut, ...]
+    sentence: bool = True
+
+
+class Variable(NamedTuple):
+    """An option whose value came from its environment variable: the variable and its value, quoted."""
+
+    option: Option
+    name: str
+    value: str
+
+
+def _said(part: str | Pass | LeaveOut, variables: dict[Option, Variable]) -> str:
+    if isinstance(part, str):
+        return part
+    variable = variables.get(part.option)
+    if isinstance(part, Pass):
+        return f"set {variable.name} to {part.what}" if variable else f"pass {part.option} with {part.what}"
+    return f"unset {variable.name}" if variable else f"leave {part.option} out"
+
+
+class Torch(NamedTuple):
+    """Which torch an error is about, and where: JSON's fields."""
+
+    version: str | None
+    torch_dir: str
+    graph_py: str
+    undo_record: str
+
+
+class Install(NamedTuple):
+    """What the advice to reinstall torch needs to know about its install."""
+
+    dist_version: str | None = None  # the distribution's version (an index's, not version.py's label)
+    vendor: bool = False  # a local version (`+rocm...`) or none: no index has it
+    installer: str | None = None  # INSTALLER's first line
+    owner: str | None = None  # the interpreter that owns it
+    managed: bool = False  # an externally managed environment (PEP 668)
+    pip: bool | None = None  # whether that interpreter has pip; None when not known
+
+
+class Missing(NamedTuple):
+    """A dependency that is not installed for this Python, and what it was needed for."""
+
+    module: str
+    what: str
+
+
+class SingleFile(NamedTuple):
+    """The single file as its messages need it: this Python, and the libcst directory it looked in."""
+
+    minor: str
+    machine: str
+    libs: str
+    variable: str
 
 
 # The one next step a result that is not success names; the command line renders it with the
@@ -54,8 +167,8 @@ def refused(message: str, next: Next | None = None) -> LazylogError:
     return LazylogError(ExitCode.REFUSED, message, next=next)
 
 
-def environment(message: str) -> LazylogError:
-    return LazylogError(ExitCode.ENVIRONMENT, message)
+def environment(message: str, hint: Hint | None = None) -> LazylogError:
+    return LazylogError(ExitCode.ENVIRONMENT, message, hint=hint)
 
 
 def damaged(found: str) -> LazylogError:
@@ -86,7 +199,17 @@ def missing_dependency(module: str, what: str) -> str:
 
 def missing(module: str, what: str) -> LazylogError:
     """A dependency that is not there: the error names it, so the command line can say what to mount."""
-    error = environment(missing_dependency(module, what))
-    error.details["missing"] = module
-    error.details["missing_for"] = what
-    return error
+    return LazylogError(ExitCode.ENVIRONMENT, missing_dependency(module, what), missing=Missing(module, what))
+
+
+def missing_libcst_dir(what: str, single_file: SingleFile) -> str:
+    """The single file without a libcst for this Python: the directory to mount beside it, or to name
+    in its variable."""
+    minor, machine = single_file.minor, single_file.machine
+    return (
+        f"Expected libcst to {what}, but the single file found none for this Python ({minor} on "
+        f"{machine}) in {single_file.libs}. Nothing was written; run the file from the tool image, which carries it "
+        f"beside the file (docs/images.md), or make that directory with `pip install "
+        f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
+        f"manylinux2014_{machine} libcst` and mount it there (or name it in {single_file.variable})"
+    )

@@ -176,31 +176,6 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
     )
 
 
-def from_variable(message: str, option: str, variable: str, value: str) -> str:
-    """A message about a value that came from `variable`, not `option`: it names the variable, and
-    its advice is to change the variable (the option on a command line still wins over it)."""
-    for said, instead in (
-        (f"pass {option} with", f"set {variable} to"),
-        (f"Pass {option} with", f"Set {variable} to"),
-        (f"leave {option} out", f"unset {variable}"),
-    ):
-        message = message.replace(said, instead)
-    message = message.replace(option, variable).rstrip(".")
-    return f"{message} ({variable}={value} in the environment; {option} on a command line wins over it)"
-
-
-def missing_libcst_dir(what: str, minor: str, machine: str, libs: str, variable: str) -> str:
-    """The single file without a libcst for this Python: the directory to mount beside it, or to name
-    in `variable`."""
-    return (
-        f"Expected libcst to {what}, but the single file found none for this Python ({minor} on "
-        f"{machine}) in {libs}. Nothing was written; run the file from the tool image, which carries it "
-        f"beside the file (docs/images.md), or make that directory with `pip install "
-        f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
-        f"manylinux2014_{machine} libcst` and mount it there (or name it in {variable})"
-    )
-
-
 def interrupted(signal_name: str, command: str = "") -> str:
     if command == "diagnose":
         return f"Interrupted by {signal_name}: diagnose only reads, so nothing was written; run it again"

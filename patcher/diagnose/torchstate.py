@@ -58,8 +58,8 @@ def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
         changed = os.stat(found.graph).st_ctime
         report = reading.verify(found, spec)
     except LazylogError as exc:
-        version = exc.details.get("torch_version")
-        return TorchFacts(exc.state, exc.code, exc.message, version, changed)
+        version = exc.torch.version if exc.torch else None
+        return TorchFacts(exc.state, exc.code, exc.text(), version, changed)
     except OSError as exc:
         message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
         return TorchFacts("unknown", ExitCode.ENVIRONMENT, message, None, None)

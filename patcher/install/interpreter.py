@@ -19,11 +19,13 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from patcher.core.errors import LazylogError, environment
+from patcher.core.errors import Hint, LazylogError, Pass, environment
 from patcher.core.installed import Found, Interpreter
 
 if TYPE_CHECKING:
     import subprocess
+
+_WORKING_PYTHON = Hint(("Nothing was written; ", Pass("--python", "a working Python 3.10+")))
 
 # -c puts '' (the working directory) first, after site has run; nothing else makes a '' entry, since
 # site turns every other entry absolute. Removed before the first import that could be shadowed.
@@ -97,7 +99,7 @@ def run_module(
     except subprocess.TimeoutExpired as exc:
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
     except OSError as exc:
-        raise environment(_unrunnable(python, what, exc)) from exc
+        raise _unrunnable(python, what, exc) from exc
 
 
 def _launch(module: ModuleType) -> list[str]:
@@ -111,16 +113,16 @@ def _launch(module: ModuleType) -> list[str]:
     return [_SOURCE_LAUNCHER, source, module.__file__]
 
 
-def _unrunnable(python: str, what: str, exc: OSError) -> str:
+def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
     if os.path.isdir(python):
         found = "a directory"
     elif not os.path.exists(python):
         found = "no such file"
     else:
         found = f"a file that could not be run ({exc.strerror})"
-    return (
-        f"Expected a Python interpreter at {python} to {what}, found {found}; "
-        "pass --python with the interpreter of the environment that has torch."
+    return environment(
+        f"Expected a Python interpreter at {python} to {what}, found {found}",
+        Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
     )
 
 
@@ -130,7 +132,8 @@ def output(python: str, done: subprocess.CompletedProcess[str], what: str) -> st
         last = (done.stderr.strip().splitlines() or ["no output"])[-1].rstrip(".")
         raise environment(
             f"Expected {python} to be a Python 3 interpreter that can {what}, but it exited with "
-            f"{done.returncode} ({last}). Nothing was written; pass --python with a working Python 3.10+."
+            f"{done.returncode} ({last})",
+            _WORKING_PYTHON,
         )
     lines = done.stdout.strip().splitlines()
     return lines[-1] if lines else ""
@@ -151,8 +154,8 @@ def _info(python: str | None, find_torch: bool) -> dict[str, object]:
         return info
     except (ValueError, AssertionError) as exc:
         raise environment(
-            f"Expected {executable} to be a Python 3 interpreter, but it printed something else. "
-            "Nothing was written; pass --python with a working Python 3.10+."
+            f"Expected {executable} to be a Python 3 interpreter, but it printed something else",
+            _WORKING_PYTHON,
         ) from exc
 
 
@@ -181,9 +184,15 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
 
 def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
     why = f" ({found.error})" if found.error else ""
+    # Only without --torch-dir: it is named as an option, never as its variable.
     return environment(
         f"Expected `import torch` to find torch for {interpreter.executable} "
-        f"(Python {interpreter.version}), but it found none{why}. "
-        "Install torch there, or pass --python with the interpreter that has it (or --torch-dir with its "
-        "torch directory)."
+        f"(Python {interpreter.version}), but it found none{why}",
+        Hint(
+            (
+                "Install torch there, or ",
+                Pass("--python", "the interpreter that has it"),
+                " (or --torch-dir with its torch directory)",
+            )
+        ),
     )

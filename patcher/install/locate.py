@@ -6,13 +6,15 @@ import os
 import re
 from pathlib import Path
 
-from patcher.core.errors import LazylogError, environment
+from patcher.core.errors import Hint, LazylogError, LeaveOut, Pass, environment
 from patcher.core.installed import Found, Interpreter, Target, undo_path
 from patcher.core.spec import PatchSpec
 from patcher.install import interpreter
 
 # <prefix>/lib/pythonX.Y/site-packages (venvs, conda envs, base installs), lib64 (Fedora's platlib),
 # <prefix>/lib/pythonX.Y/dist-packages (Debian's /usr/local); pythonX.Yt is a free-threaded build.
+_SITE_PACKAGES = Pass("--torch-dir", "the `torch` directory inside site-packages")
+
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
@@ -120,9 +122,17 @@ def _imports_it(probed: Interpreter, found: Found, directory: Path, derived: boo
     )
     raise environment(
         f"Expected `import torch` in {probed.executable} ({how}) to load the torch directory given, "
-        f"{directory}, but it {loads}: that is not the torch the server would run. Nothing was "
-        "written; pass --torch-dir with the torch that interpreter imports (or leave --torch-dir out), "
-        "or pass --python with the interpreter that imports this one."
+        f"{directory}, but it {loads}: that is not the torch the server would run",
+        Hint(
+            (
+                "Nothing was written; ",
+                Pass("--torch-dir", "the torch that interpreter imports"),
+                " (or ",
+                LeaveOut("--torch-dir"),
+                "), or ",
+                Pass("--python", "the interpreter that imports this one"),
+            )
+        ),
     )
 
 
@@ -164,9 +174,8 @@ def _check_tree(directory: Path, spec: PatchSpec) -> Path:
     graph = directory / spec.file
     if directory.is_dir() and not graph.is_file() and (graph.exists() or graph.is_symlink()):
         raise environment(
-            f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}. "
-            "Nothing was read or written: reinstall torch to restore graph.py, or pass --torch-dir with "
-            "the `torch` directory inside site-packages."
+            f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}",
+            Hint(("Nothing was read or written: reinstall torch to restore graph.py, or ", _SITE_PACKAGES)),
         )
     if not directory.is_dir() or not graph.is_file():
         found_text = (
@@ -177,8 +186,8 @@ def _check_tree(directory: Path, spec: PatchSpec) -> Path:
             else f"{directory}, which is not a directory"
         )
         raise environment(
-            f"Expected a torch package directory containing {spec.file}, found {found_text}. "
-            "Pass --torch-dir with the `torch` directory inside site-packages."
+            f"Expected a torch package directory containing {spec.file}, found {found_text}",
+            Hint((_SITE_PACKAGES,)),
         )
     return graph
 

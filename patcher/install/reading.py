@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
-from patcher.core.errors import ExitCode, LazylogError, refused
+from patcher.core.errors import ExitCode, Install, LazylogError, Torch, refused
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
@@ -29,19 +29,20 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
         with lock.locked(target.torch_dir, exclusive):
             return work()
     except LazylogError as exc:
-        if exc.next == "reinstall":
+        if exc.next == "reinstall" and exc.install is None:
             version = locate.dist_version(target.dist_info)  # not version.py's label: an index's
-            exc.details.setdefault("dist_version", version)
-            exc.details.setdefault("vendor", "yes" if version is None or "+" in version else "no")
-            exc.details.setdefault("installer", snapshot.installer(target))
-            exc.details.setdefault("owner", target.owner)
-            exc.details.setdefault("managed", "yes" if target.interpreter.externally_managed else "no")
-            has_pip = target.interpreter.has_pip
-            exc.details.setdefault("pip", None if has_pip is None else "yes" if has_pip else "no")
-        exc.details.setdefault("torch_version", target.torch_version)
-        exc.details.setdefault("torch_dir", str(target.torch_dir))
-        exc.details.setdefault("graph_py", str(target.graph))
-        exc.details.setdefault("undo_record", str(target.undo_path))
+            exc.install = Install(
+                dist_version=version,
+                vendor=version is None or "+" in version,
+                installer=snapshot.installer(target),
+                owner=target.owner,
+                managed=target.interpreter.externally_managed,
+                pip=target.interpreter.has_pip,
+            )
+        if exc.torch is None:
+            exc.torch = Torch(
+                target.torch_version, str(target.torch_dir), str(target.graph), str(target.undo_path)
+            )
         raise
 
 

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from typing import TypedDict
 
-from patcher.core.errors import ExitCode, LazylogError, environment
+from patcher.core.errors import ExitCode, Hint, LazylogError, Pass, environment
 from patcher.core.installed import Target
 from patcher.core.report import JsonValue, Report
 from patcher.install.interpreter import run_module
@@ -119,7 +119,8 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
     if imported != os.path.realpath(target.graph):
         raise environment(
             f"Expected {target.interpreter.executable} to import torch from {target.torch_dir}, but it imports "
-            f"{imported or 'no graph.py'}. Pass --python with the interpreter that uses this torch."
+            f"{imported or 'no graph.py'}",
+            Hint((Pass("--python", "the interpreter that uses this torch"),)),
         )
     if result.get("unable"):
         raise _not_run(report, str(result["unable"]))
