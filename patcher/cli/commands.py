@@ -197,13 +197,12 @@ def finish(report: Report, as_json: bool, extra: dict[str, JsonValue] | None = N
             _write(sys.stdout, out)
     except Interrupted as exc:  # while printing (a blocked pipe): the code still says so
         sys.exit(int(signal_code(exc.signum)))
-    except OSError as exc:
+    except OSError as exc:  # every command, every result: one sentence on stderr (if it is open)
         _silence()
-        if report.code == ExitCode.OK:
-            from patcher.core.messages import output_lost
+        from patcher.core.messages import output_lost
 
-            with contextlib.suppress(OSError):
-                _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc)}.\n")
+        with contextlib.suppress(OSError):
+            _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc, int(report.code))}.\n")
         sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
 

@@ -210,8 +210,10 @@ def interrupted(signal_name: str, command: str = "") -> str:
     )
 
 
-def output_lost(exc: OSError) -> str:
-    return f"Could not print the result ({exc.strerror or exc}); the command itself finished"
+def output_lost(exc: OSError, code: int = 0) -> str:
+    """A result that could not be printed: exit 5 stands in for the result's own code, which it names."""
+    instead = f" with exit {code}, which exit 5 replaces" if code else ""
+    return f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
 
 
 _ACTION = {
