@@ -230,14 +230,7 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]
 def _target(given: Given) -> tuple[Target, PatchSpec]:
     from patcher.install import definitions, locate
 
-    python, torch_dir = given.python, given.torch_dir
-    for option, value in (("--python", python), ("--torch-dir", torch_dir)):
-        if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
-            raise LazylogError(
-                ExitCode.USAGE,
-                f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out",
-            )
-
+    python, torch_dir = given.python or None, given.torch_dir or None  # empty is not given (app.py)
     patch = definitions.load()
     try:
         return locate.locate(python, torch_dir, patch), patch
