@@ -281,7 +281,7 @@ def verify(
         if runtime:
             from patcher.install import runtime as runtime_check
 
-            report = runtime_check.run(target, report)
+            report = runtime_check.run(target, report, given.command("verify", {}) or "")
         return report
 
     _emit("verify", as_json, verbose, work, given)
