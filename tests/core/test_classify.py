@@ -341,3 +341,15 @@ def test_no_record_or_other_bytes_settle_nothing(spec: PatchSpec) -> None:
     assert classify_module.by_record(patched, spec, None) is None
     assert classify_module.by_record(patched + b"# edited\n", spec, undo) is None
     assert classify_module.by_record(VENDOR, spec, undo) is None
+
+
+def test_one_edit_is_the_eager_argument_made_lazy_and_nothing_else(spec: PatchSpec) -> None:
+    from patcher.core.classify import one_edit
+    from patcher.core.edits import Edit
+
+    eager, lazy = spec.eager.encode(), spec.lazy.encode()
+    old = b"    " + eager + b"\n"
+    assert one_edit(Edit(4, old, old.replace(eager, lazy)), spec)
+    assert not one_edit(Edit(4, old, old.replace(eager, lazy) + b"import os\n"), spec)  # and more
+    assert not one_edit(Edit(4, old * 2, (old * 2).replace(eager, lazy)), spec)  # the argument twice
+    assert not one_edit(Edit(4, b"\n", b"\n"), spec)  # no argument at all
