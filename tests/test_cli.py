@@ -299,8 +299,28 @@ def test_the_version_comes_from_metadata_when_version_py_has_none(
     assert report["torch_version"] == "2.11.0"
 
 
-@pytest.mark.parametrize("option", ["--python", "--torch-dir"])
-def test_an_empty_path_is_a_usage_error(option: str, run: Callable[..., Result]) -> None:
-    result = run("verify", option, "", "--json")
-    message = f"Expected a path after {option}, found an empty value. Give the path, or leave {option} out."
-    assert result.exit_code == 2 and json.loads(result.stdout)["message"] == message
+@pytest.mark.parametrize(
+    ("option", "variable"), [("--python", "TORCH_LAZYLOG_PYTHON"), ("--torch-dir", "TORCH_LAZYLOG_TORCH_DIR")]
+)
+def test_an_empty_value_is_not_given_wherever_it_is_given(
+    option: str,
+    variable: str,
+    tmp_path: Path,
+    run: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As pip and click read an empty variable: `--torch-dir ''` and `TORCH_LAZYLOG_TORCH_DIR=` both
+    mean the value was not given (the runner's Python, which has no torch: exit 4), never exit 2."""
+    for name in ("TORCH_LAZYLOG_PYTHON", "TORCH_LAZYLOG_TORCH_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    unset = json.loads(run("verify", "--json").stdout)
+    monkeypatch.setenv(variable, "")
+    empty_variable = json.loads(run("verify", "--json").stdout)
+    monkeypatch.delenv(variable)
+    empty_option = json.loads(run("verify", option, "", "--json").stdout)
+    assert unset["exit_code"] == 4
+    assert empty_variable == unset and empty_option == unset
+    # An empty option is as if it were not there: its variable, when set, applies and is named.
+    monkeypatch.setenv(variable, str(tmp_path / "not-there"))
+    result = run("verify", option, "")
+    assert result.exit_code == 4 and f"{variable}=" in result.stderr, result.stderr

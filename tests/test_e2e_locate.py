@@ -73,3 +73,20 @@ def test_runtime_check_imports_the_torch_on_pythonpath(tmp_path: Path) -> None:
     assert code == 0, report
     assert (report["torch_dir"], report["state"]) == (str(site / "torch"), "ships-lazy")
     assert len(report["checks"]) == 5 and all(c["passed"] for c in report["checks"]), report
+
+
+def test_runtime_with_torch_dir_alone_runs_in_the_interpreter_that_owns_it() -> None:
+    """`verify --runtime --torch-dir DIR` from a Python without torch: the probe runs in DIR's owner
+    (the venv's python, found as docs/finding-torch.md says), never in the tool's own Python."""
+    venv = torch_venv("2.13.0")
+    (torch_dir,) = venv.glob("lib/python3.*/site-packages/torch")
+    done = subprocess.run(
+        [sys.executable, "-m", "patcher", "verify", "--runtime", "--torch-dir", str(torch_dir), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    report = json.loads(done.stdout)
+    assert (done.returncode, report["state"]) == (0, "ships-lazy"), report
+    names = {check["name"]: check["passed"] for check in report["checks"]}
+    assert names.get("not_formatted_when_filtered") is True and all(names.values()), report["checks"]

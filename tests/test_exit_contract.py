@@ -115,3 +115,43 @@ def test_a_full_stdout_is_exit_5_after_the_work_is_done(
     assert done.returncode == ExitCode.OUTPUT, done.stderr
     assert "Traceback" not in done.stderr and "could not print the result" in done.stderr.lower()
     assert _graph(torch_dir).read_bytes() == original.replace(EAGER, LAZY)
+
+
+@pytest.mark.parametrize("stdout", [">&-", ">/dev/full"])
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        pytest.param("verify", ExitCode.EAGER, id="verify-eager"),
+        pytest.param("verify --json", ExitCode.EAGER, id="verify-json"),
+        pytest.param("apply --dry-run", ExitCode.OK, id="apply-dry-run"),
+        pytest.param("revert", ExitCode.OK, id="revert"),
+        pytest.param(
+            "apply --json --python /nonexistent/python", ExitCode.ENVIRONMENT, id="apply-json-error"
+        ),
+    ],
+)
+def test_a_lost_result_is_one_sentence_on_stderr_for_every_command(
+    args: str, code: int, stdout: str, release: Callable[[str], Path]
+) -> None:
+    """Whatever the result (eager, lazy, an error in JSON), a stdout that is closed or full is exit 5
+    and one sentence on stderr that names the code it stands in for."""
+    import shlex
+
+    torch_dir = release("2.10.0")
+    command = f"{shlex.quote(sys.executable)} -m patcher {args} --torch-dir {shlex.quote(str(torch_dir))}"
+    done = subprocess.run(["bash", "-c", f"{command} {stdout}"], capture_output=True, text=True)
+    assert done.returncode == ExitCode.OUTPUT, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("torch-lazylog: error: Could not print the result"), lines
+    assert (f"with exit {int(code)}," in lines[0]) == (code != ExitCode.OK), lines
+
+
+@pytest.mark.parametrize("stdout", [">&-", ">/dev/full"])
+def test_diagnose_s_lost_result_is_one_sentence_on_stderr(stdout: str) -> None:
+    import shlex
+
+    command = f"{shlex.quote(sys.executable)} -m patcher diagnose 0 --json"
+    done = subprocess.run(["bash", "-c", f"{command} {stdout}"], capture_output=True, text=True)
+    assert done.returncode == ExitCode.OUTPUT, done.stderr
+    assert done.stderr.startswith("torch-lazylog: error: Could not print the result"), done.stderr
+    assert len(done.stderr.splitlines()) == 1

@@ -5,6 +5,7 @@ here its answer is given, on a real 2.10.0 tree patched by the tool."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from patcher.install import runtime
+from patcher.install import locate, runtime
 
 CHECKS = ["compiled_result_correct", "not_formatted_when_filtered", "info_text_identical"]
 
@@ -26,6 +27,8 @@ def _verify(
     answer: dict[str, Any], torch_dir: Path, run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
 ) -> tuple[int, dict[str, Any]]:
     monkeypatch.setattr(runtime, "probe", lambda *args, **kwargs: answer)
+    found = locate.locate  # a tree with an owner, as a venv's torch has: the probe runs there
+    monkeypatch.setattr(locate, "locate", lambda *args: found(*args)._replace(owner=sys.executable))
     result = run("verify", "--runtime", "--torch-dir", str(torch_dir), "--json")
     report: dict[str, Any] = json.loads(result.stdout)
     return result.exit_code, report
@@ -55,6 +58,30 @@ def test_a_check_the_environment_switched_off_is_an_environment_error(
     assert report["state"] == "patched" and report["checks"] == []  # nothing failed: it did not run
     assert report["message"].startswith("Expected the runtime check to exercise Inductor's")
     assert f"but {why}, so it could not run" in report["message"]
+    assert f"`torch-lazylog verify --torch-dir {patched}` for the static check" in report["message"]
+
+
+def test_a_torch_dir_no_interpreter_owns_needs_python_and_keeps_the_static_read(
+    release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bare tree: the tool's own Python is not where that torch runs, so nothing is imported there;
+    one sentence names --python, its advice keeps --torch-dir, and the JSON the state that was read."""
+
+    def never(*args: object, **kwargs: object) -> object:
+        raise AssertionError("the probe ran in an interpreter that does not own the torch directory")
+
+    monkeypatch.setattr(runtime, "probe", never)
+    torch_dir = release("2.10.0")
+    result = run("verify", "--runtime", "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(result.stdout)
+    assert (result.exit_code, report["state"]) == (4, "pristine"), report
+    assert (report["torch_dir"], report["torch_version"]) == (str(torch_dir), "2.10.0")
+    message = report["message"]
+    assert message.startswith(f"Expected an interpreter that imports {torch_dir} to run the runtime check")
+    assert "--runtime needs --python" in message and "import torch failed" not in message
+    assert f"`torch-lazylog verify --torch-dir {torch_dir} --runtime --python PYTHON`" in message
+    assert "the static check alone: torch 2.10.0 at" in message and "eagerly" in message
+    assert message.count(". ") == 0, message  # one sentence
 
 
 @pytest.mark.parametrize(

@@ -86,7 +86,7 @@ def _mangle(field: str) -> Callable[[dict[str, object]], object]:
         graph = record["graph"]
         assert isinstance(graph, dict)
         if field == "version":
-            record["version"] = 2
+            record["version"] = 0  # no torch-lazylog wrote it: a newer one's (a higher version) is named
         elif field == "hashes":
             graph["after"] = {"sha256": "0" * 64, "size": 112}
             graph["before"] = {"sha256": "1" * 64, "size": 100}
@@ -119,7 +119,7 @@ def _mangle(field: str) -> Callable[[dict[str, object]], object]:
         pytest.param(lambda raw: b"{not json", id="invalid-json"),
         pytest.param(lambda raw: b"\xff\xfe", id="not-text"),
         pytest.param(lambda raw: b"[]", id="not-an-object"),
-        pytest.param("version", id="unknown-version"),
+        pytest.param("version", id="version-no-tool-wrote"),
         pytest.param("hashes", id="wrong-hashes"),
         pytest.param("dotdot", id="path-dotdot"),
         pytest.param("absolute", id="path-absolute"),
@@ -156,6 +156,71 @@ def test_an_untrustworthy_undo_record_proves_nothing(
     record = (_dist_info(torch_dir) / "RECORD").read_bytes()
     assert record == (pristine_copy / _dist_info(torch_dir).name / "RECORD").read_bytes()
     assert not graph.stat().st_mode & 0o7000
+
+
+@pytest.mark.parametrize("patched", [True, False], ids=["patched", "pristine"])
+def test_a_newer_tool_s_undo_record_is_named_and_left_as_it_is(
+    patched: bool, release: Callable[[str], Path], run: Callable[..., Result]
+) -> None:
+    """A record of a higher version is a newer torch-lazylog's, not damage: verify judges graph.py
+    alone and names the version; apply (a dry run too) and revert refuse and write nothing."""
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    pristine = graph.read_bytes()
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    undo = _undo(torch_dir)
+    data = json.loads(undo.read_text())
+    data.update(version=2, written_later={"any": "field"})
+    undo.write_text(json.dumps(data))
+    if not patched:
+        graph.write_bytes(pristine)  # as a newer tool's revert might stop before the record
+    before = snapshot(torch_dir.parent)
+    said = "a newer torch-lazylog wrote"
+    named = f"({undo}: undo record version 2, where this one reads up to version 1)"
+    verify = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)
+    assert verify["exit_code"] == (0 if patched else 1) and verify["next"] is None, verify
+    assert verify["state"] == ("untrusted-patched" if patched else "untrusted-eager")
+    assert said in verify["message"] and named in verify["message"], verify["message"]
+    assert "does not describe" not in verify["message"]
+    assert "to apply or revert" in verify["message"]
+    for command in ("apply", "apply --dry-run", "revert"):
+        result = run(*command.split(), "--torch-dir", str(torch_dir))
+        assert result.exit_code == 3, result.output
+        assert said in result.stderr and named in result.stderr and "Nothing was written" in result.stderr
+        assert f"to {command.split()[0]}." in result.stderr and "does not describe" not in result.stderr
+    assert snapshot(torch_dir.parent) == before
+
+
+def test_a_record_of_an_older_version_is_read_and_replaced_without_a_word_of_damage(
+    release: Callable[[str], Path], run: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As a later torch-lazylog (writing version 2) sees today's records: read as they were written,
+    rewritten in its own version, with the sentences a record of its own version gets."""
+    from patcher.core import undo as undo_module
+
+    torch_dir = release("2.10.0")
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    undo = _undo(torch_dir)
+    assert json.loads(undo.read_text())["version"] == 1
+    monkeypatch.setattr(undo_module, "UNDO_VERSION", 2)
+    verify = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)
+    assert (verify["exit_code"], verify["state"], verify["next"]) == (0, "patched", None), verify
+    # A revert stopped after graph.py: apply replaces the old record with its own.
+    graph = torch_dir / "_inductor" / "graph.py"
+    result = run("revert", "--torch-dir", str(torch_dir))
+    assert result.exit_code == 0 and result.stdout.startswith("Reverted graph.py"), result.output
+    monkeypatch.setattr(undo_module, "UNDO_VERSION", 1)
+    assert run("apply", "--torch-dir", str(torch_dir)).exit_code == 0
+    patched = graph.read_bytes()
+    graph.write_bytes(patched.replace(b"LazyString(error.operator_str, ", b"error.operator_str("))
+    monkeypatch.setattr(undo_module, "UNDO_VERSION", 2)
+    verify = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)
+    assert verify["state"] == "revert-interrupted", verify
+    result = run("apply", "--torch-dir", str(torch_dir), "--json")
+    report = json.loads(result.stdout)
+    assert (result.exit_code, report["state"]) == (0, "patched"), report
+    assert "does not describe" not in report["message"] and "newer" not in report["message"]
+    assert json.loads(undo.read_text())["version"] == 2 and graph.read_bytes() == patched
 
 
 @pytest.mark.parametrize(

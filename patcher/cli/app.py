@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -23,6 +24,17 @@ F = TypeVar("F", bound=Callable[..., None])
 T = TypeVar("T")
 
 
+def _empty_is_not_given(context: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An empty value is no value, wherever it is given: an empty variable is unset (click's rule, and
+    pip's), and an empty option is as if it were not there, so its variable, if set, applies."""
+    if value != "":
+        return value
+    variable = os.environ.get(str(param.envvar)) or None
+    if variable is not None and param.name:
+        context.set_parameter_source(param.name, click.core.ParameterSource.ENVIRONMENT)
+    return variable
+
+
 def target_options(func: F) -> F:
     options = [
         click.option(
@@ -31,6 +43,7 @@ def target_options(func: F) -> F:
             metavar="PATH",
             envvar="TORCH_LAZYLOG_PYTHON",
             show_envvar=True,
+            callback=_empty_is_not_given,
             help="Interpreter whose `import torch` is meant (default: the one running torch-lazylog).",
         ),
         click.option(
@@ -38,6 +51,7 @@ def target_options(func: F) -> F:
             metavar="DIR",
             envvar="TORCH_LAZYLOG_TORCH_DIR",
             show_envvar=True,
+            callback=_empty_is_not_given,
             help="The torch package directory itself (.../site-packages/torch), instead of finding it.",
         ),
         click.option(

@@ -16,11 +16,9 @@ from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
 from patcher.core.errors import (
     ExitCode,
-    Hint,
     Install,
     Interrupted,
     LazylogError,
-    LeaveOut,
     Option,
     SingleFile,
     Torch,
@@ -206,13 +204,12 @@ def finish(
             _write(sys.stdout, out)
     except Interrupted as exc:  # while printing (a blocked pipe): the code still says so
         sys.exit(int(signal_code(exc.signum)))
-    except OSError as exc:
+    except OSError as exc:  # every command, every result: one sentence on stderr (if it is open)
         _silence()
-        if report.code == ExitCode.OK:
-            from patcher.core.messages import output_lost
+        from patcher.core.messages import output_lost
 
-            with contextlib.suppress(OSError):
-                _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc)}.\n")
+        with contextlib.suppress(OSError):
+            _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc, int(report.code))}.\n")
         sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
 
@@ -239,20 +236,12 @@ def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report]
 def _target(given: Given) -> tuple[Target, PatchSpec]:
     from patcher.install import definitions, locate
 
-    python, torch_dir = given.python, given.torch_dir
-    options: tuple[tuple[Option, str | None], ...] = (("--python", python), ("--torch-dir", torch_dir))
-    for option, value in options:
-        if value == "":  # an empty environment variable is unset (click's rule); an empty option is not
-            raise LazylogError(
-                ExitCode.USAGE,
-                f"Expected a path after {option}, found an empty value",
-                hint=Hint(("Give the path, or ", LeaveOut(option))),
-            )
-
+    python, torch_dir = given.python or None, given.torch_dir or None  # empty is not given (app.py)
     patch = definitions.load()
     try:
         return locate.locate(python, torch_dir, patch), patch
     except LazylogError as exc:  # about the values given: name the variables that gave them
+        options: tuple[tuple[Option, str | None], ...] = (("--python", python), ("--torch-dir", torch_dir))
         exc.variables = tuple(
             Variable(option, given.from_env[option], _quote(value))
             for option, value in options
@@ -298,7 +287,7 @@ def verify(
         if runtime:
             from patcher.install import runtime as runtime_check
 
-            report = runtime_check.run(target, report)
+            report = runtime_check.run(target, report, given.command("verify") or "")
         return report
 
     _emit("verify", as_json, verbose, work, given)

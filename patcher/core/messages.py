@@ -16,6 +16,7 @@ from patcher.core import state
 from patcher.core.classify import Known
 from patcher.core.errors import ExitCode
 from patcher.core.state import LAZY, Problem, State
+from patcher.core.undo import UNDO_VERSION
 
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
 DESCRIPTION: dict[State, str] = {
@@ -88,11 +89,56 @@ def problem_text(problem: Problem, pyc: str = "") -> str:
 
 
 def verify(
-    state: State, known: Known, version: str | None, torch_dir: Path, problems: list[str], eager: bool
+    state: State,
+    known: Known,
+    version: str | None,
+    torch_dir: Path,
+    problems: list[str],
+    eager: bool,
+    said: str | None = None,
 ) -> str:
+    """`said`: the state as described elsewhere than the table (beside a newer tool's undo record)."""
     how = "eagerly" if eager or state not in LAZY else "lazily"
     found = f"; but {'; '.join(problems)}" if problems else ""
-    return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {state_text(state, known)}{found}"
+    what = said or state_text(state, known)
+    return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
+
+
+# graph.py's bytes alone, in the states an undo record this version cannot read leaves.
+_BYTES_ALONE: dict[State, str] = {
+    "untrusted-eager": "graph.py is as released{release}, eager",
+    "untrusted-patched": "graph.py is patched{release}",
+    "untrusted-lazy": "graph.py ships the lazy call{release}",
+}
+
+
+def _newer(undo_path: Path, version: int) -> str:
+    return (
+        f"an undo record a newer torch-lazylog wrote ({undo_path}: undo record version {version}, "
+        f"where this one reads up to version {UNDO_VERSION})"
+    )
+
+
+def newer_record(state: State, known: Known, undo_path: Path, version: int) -> str:
+    """verify's description of graph.py beside an undo record a newer torch-lazylog wrote: the
+    record named as that tool's, never as damage, and what this version does with it."""
+    return (
+        f"{_BYTES_ALONE[state].format(release=described(known))}, beside {_newer(undo_path, version)}: "
+        "this one judges graph.py alone and leaves the record as it is; run the torch-lazylog that "
+        "wrote it, or a later one, to apply or revert"
+    )
+
+
+def newer_refused(
+    command: str, state: State, known: Known, where: tuple[str | None, Path], undo_path: Path, version: int
+) -> str:
+    """apply's or revert's refusal beside a newer tool's undo record: it neither reads nor rewrites it."""
+    return (
+        f"Expected an undo record this torch-lazylog can read beside graph.py of {_where(*where)}, found "
+        f"{_newer(undo_path, version)}; {_BYTES_ALONE[state].format(release=described(known))}. Nothing "
+        f"was written and the record is left as it is: run the torch-lazylog that wrote it, or a later "
+        f"one, to {command}"
+    )
 
 
 def _verb(word: str, dry_run: bool) -> str:
@@ -185,8 +231,10 @@ def interrupted(signal_name: str, command: str = "") -> str:
     )
 
 
-def output_lost(exc: OSError) -> str:
-    return f"Could not print the result ({exc.strerror or exc}); the command itself finished"
+def output_lost(exc: OSError, code: int = 0) -> str:
+    """A result that could not be printed: exit 5 stands in for the result's own code, which it names."""
+    instead = f" with exit {code}, which exit 5 replaces" if code else ""
+    return f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
 
 
 _ACTION = {

@@ -11,7 +11,11 @@ from typing import NamedTuple
 from patcher.core.edits import Edit
 from patcher.core.report import JsonValue
 
-UNDO_VERSION = 1
+UNDO_VERSION = 1  # the version this tool writes
+# The oldest version it reads. A record of any version from it to UNDO_VERSION is read as written, and
+# replaced by an UNDO_VERSION one when a command rewrites it: an older record is no damage. A record
+# of a higher version was written by a newer torch-lazylog: see `newer`.
+OLDEST_VERSION = 1
 TOOL = "torch-lazylog"
 _HEX = frozenset("0123456789abcdef")
 
@@ -99,13 +103,8 @@ class UndoRecord(NamedTuple):
     @classmethod
     def parse(cls, raw: bytes, patch: str, graph_path: str, record_path: str | None) -> UndoRecord:
         """Validate everything; a ValueError says what is wrong."""
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise ValueError(f"it is not JSON ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ValueError("it is not a JSON object")
-        if data.get("tool") != TOOL or data.get("version") != UNDO_VERSION:
+        data = _load(raw)
+        if data.get("tool") != TOOL or not _readable(data.get("version")):
             raise ValueError(
                 f"it is {data.get('tool')!r} version {data.get('version')!r}, "
                 f"expected {TOOL!r} version {UNDO_VERSION}"
@@ -123,3 +122,35 @@ class UndoRecord(NamedTuple):
             graph=FileChange.from_json(data.get("graph"), graph_path),
             record=FileChange.from_json(raw_record, record_path) if record_path and raw_record else None,
         )
+
+
+def _load(raw: bytes) -> dict[str, object]:
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise ValueError(f"it is not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError("it is not a JSON object")
+    return data
+
+
+def _readable(version: object) -> bool:
+    """A version this tool reads: OLDEST_VERSION to UNDO_VERSION (a number, never true or false)."""
+    return (
+        isinstance(version, int)
+        and not isinstance(version, bool)
+        and OLDEST_VERSION <= version <= UNDO_VERSION
+    )
+
+
+def newer(raw: bytes) -> int | None:
+    """The version of an undo record a newer torch-lazylog wrote (higher than UNDO_VERSION), which
+    this one cannot read and must not rewrite; None for any other bytes."""
+    try:
+        data = _load(raw)
+    except ValueError:
+        return None
+    version = data.get("version")
+    if data.get("tool") == TOOL and isinstance(version, int) and version > UNDO_VERSION:
+        return version
+    return None

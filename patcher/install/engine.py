@@ -20,7 +20,7 @@ from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Remove, Step, Write
 from patcher.install import fsio, pyc
-from patcher.install.reading import read_install, refusal, report, under_lock
+from patcher.install.reading import newer_refusal, newer_version, read_install, refusal, report, under_lock
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -78,6 +78,9 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
     rule = state.TABLES[command][reading.state]
     if "refuse" in rule.does:
         raise refusal(target, spec, snap, reading)
+    version = newer_version(snap)
+    if version is not None:  # a newer tool's record: never read, rewritten or removed here
+        raise newer_refusal(command, target, reading, version)
     planned = plan_for(target, spec, snap, reading, rule.does, rewritten)
     done = _done(target, snap, planned)
     message = messages.changed(command, reading.state, reading.known, target.torch_version, done, dry_run)

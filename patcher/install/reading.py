@@ -17,6 +17,7 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
+from patcher.core.undo import newer
 from patcher.install import locate, lock, snapshot
 
 if TYPE_CHECKING:
@@ -71,6 +72,20 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
     return error
 
 
+def newer_version(snap: Snapshot) -> int | None:
+    """The version of an undo record that a newer torch-lazylog wrote and this one cannot read."""
+    return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
+
+
+def newer_refusal(command: str, target: Target, reading: Reading, version: int) -> LazylogError:
+    """apply and revert leave a newer tool's undo record as it is: they refuse, writing nothing."""
+    where = (target.torch_version, target.torch_dir)
+    text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
+    error = refused(text)
+    error.state = reading.state
+    return error
+
+
 def report(
     command: str,
     target: Target,
@@ -109,8 +124,13 @@ def verify(target: Target, spec: PatchSpec) -> Report:
         stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
         texts = [messages.problem_text(p, ", ".join(stale)) for p in found]
         eager = rule.code == ExitCode.EAGER
+        version = newer_version(snap)
+        said = None
+        if version is not None:  # judged by graph.py alone; apply and revert would refuse
+            said = messages.newer_record(reading.state, reading.known, target.undo_path, version)
+            rule = rule._replace(next=None)
         message = messages.verify(
-            reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager
+            reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
         )
         shown = report("verify", target, snap, reading, message)
         return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))

@@ -14,7 +14,7 @@ import shutil
 import tempfile
 from typing import TypedDict
 
-from patcher.core.errors import ExitCode, Hint, LazylogError, Pass, environment
+from patcher.core.errors import ExitCode, Hint, LazylogError, Pass, Torch, environment
 from patcher.core.installed import Target
 from patcher.core.report import JsonValue, Report
 from patcher.install.interpreter import run_module
@@ -83,13 +83,24 @@ def probe(
     return result
 
 
-def _not_run(report: Report, why: str) -> LazylogError:
+def _not_run(report: Report, why: str, static: str) -> LazylogError:
     return LazylogError(
         ExitCode.ENVIRONMENT,
         f"Expected the runtime check to exercise Inductor's implicit-fallback path, but {why}, so it "
         f"could not run (no check failed; the static check: {report.message.rstrip('.')}). Run "
-        "`torch-lazylog verify --runtime` without that setting, or `torch-lazylog verify` for the static check.",
+        f"`{static} --runtime` without that setting, or `{static}` for the static check.",
         state=report.state,
+    )
+
+
+def _needs_python(target: Target, report: Report, static: str) -> LazylogError:
+    """A torch directory no interpreter beside it imports: there is nowhere to import it but here,
+    which is not where the server runs it."""
+    return environment(
+        f"Expected an interpreter that imports {target.torch_dir} to run the runtime check in, found "
+        "none that owns it, so --runtime needs --python: run "
+        f"`{static} --runtime --python PYTHON` with the Python whose `import torch` loads it "
+        f"(the static check alone: {report.message.rstrip('.')})."
     )
 
 
@@ -107,13 +118,30 @@ def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, st
     return message, state
 
 
-def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
-    """Add the runtime checks to a static verify report; the worse result decides the exit code."""
+def run(
+    target: Target, report: Report, static: str = "torch-lazylog verify", depth: int = DEFAULT_DEPTH
+) -> Report:
+    """Add the runtime checks to a static verify report; the worse result decides the exit code.
+    `static`: the static check's command line, with the options given, for the advice. An error keeps
+    the static report's state and torch, as read."""
+    try:
+        return _run(target, report, static, depth)
+    except LazylogError as exc:
+        if exc.state == "unknown":
+            exc.state = report.state
+        if exc.torch is None and report.torch_dir and report.graph_py and report.undo_record:
+            exc.torch = Torch(report.torch_version, report.torch_dir, report.graph_py, report.undo_record)
+        raise
+
+
+def _run(target: Target, report: Report, static: str, depth: int) -> Report:
+    if target.owner is None:  # a tree no interpreter owns: the tool's own Python is not its server's
+        raise _needs_python(target, report, static)
     result = probe(target.interpreter.executable, depth=depth, expect_graph=str(target.graph))
     if result["error"]:
         raise environment(
             f"Expected torch to import and compile on the CPU for the runtime check, but {result['error']}. "
-            "Fix the environment (or run `torch-lazylog verify` without --runtime for the static check)."
+            f"Fix the environment (or run `{static}` without --runtime for the static check)."
         )
     imported = os.path.realpath(str(result.get("graph_py") or ""))
     if imported != os.path.realpath(target.graph):
@@ -123,14 +151,14 @@ def run(target: Target, report: Report, depth: int = DEFAULT_DEPTH) -> Report:
             Hint((Pass("--python", "the interpreter that uses this torch"),)),
         )
     if result.get("unable"):
-        raise _not_run(report, str(result["unable"]))
-    static: dict[str, JsonValue] = {
+        raise _not_run(report, str(result["unable"]), static)
+    static_check: dict[str, JsonValue] = {
         "name": "static",
         "passed": report.code == ExitCode.OK,
         "detail": report.message,
     }
     failed = [c for c in result["checks"] if not c["passed"]]
-    all_checks = (static, *result["checks"])
+    all_checks = (static_check, *result["checks"])
     if failed:
         message, state = _failed(report, failed)
         code = max(report.code, ExitCode.EAGER)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from patcher.core import undo
 from patcher.core.edits import Edit
 from patcher.core.undo import FileChange, FileState, UndoRecord
 from tests.core import world
@@ -102,6 +103,9 @@ RULES: list[tuple[str, Damage, str]] = [
     ("no-tool", _drop("tool"), "it is None version 1, expected 'torch-lazylog' version 1"),
     ("version", _set("version", 2), "it is 'torch-lazylog' version 2, expected 'torch-lazylog' version 1"),
     ("version-text", _set("version", "1"), "it is 'torch-lazylog' version '1', expected"),
+    ("version-zero", _set("version", 0), "it is 'torch-lazylog' version 0, expected"),
+    ("version-bool", _set("version", True), "it is 'torch-lazylog' version True, expected"),
+    ("version-float", _set("version", 1.0), "it is 'torch-lazylog' version 1.0, expected"),
     ("patch", _set("patch", "another"), "it is for patch 'another', expected 'lazy-implicit-fallback'"),
     ("release", _set("release", 7), "its release or match is not valid"),
     ("match", _set("match", "fuzzy"), "its release or match is not valid"),
@@ -177,3 +181,51 @@ def test_what_is_not_a_json_object(raw: bytes, why: str) -> None:
     with pytest.raises(ValueError) as raised:
         _parse(raw)
     assert str(raised.value).startswith(why)
+
+
+def _with(**fields: object) -> bytes:
+    data = json.loads(_record())
+    data.update(fields)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "version"),
+    [
+        (_with(version=2), 2),
+        (_with(version=7, graph="a later shape"), 7),
+        (_with(version=1), None),
+        (_with(version=True), None),
+        (_with(version="2"), None),
+        (_with(version=2.5), None),
+        (_with(version=2, tool="other-tool"), None),
+        (b"{not json", None),
+        (b"[2]", None),
+    ],
+    ids=[
+        "next",
+        "any-later-shape",
+        "this",
+        "bool",
+        "text",
+        "float",
+        "other-tool",
+        "not-json",
+        "not-an-object",
+    ],
+)
+def test_a_newer_tool_s_record_is_told_apart_from_damage(raw: bytes, version: int | None) -> None:
+    assert undo.newer(raw) == version
+
+
+def test_every_version_from_the_oldest_to_this_one_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A later tool reads the records of every version before its own, as they were written."""
+    monkeypatch.setattr(undo, "UNDO_VERSION", 3)
+    for version in (1, 2, 3):
+        assert _parse(_with(version=version)).graph == _parse(_record()).graph
+    assert undo.newer(_with(version=3)) is None and undo.newer(_with(version=4)) == 4
+    with pytest.raises(ValueError, match="version 4, expected 'torch-lazylog' version 3"):
+        _parse(_with(version=4))
+    monkeypatch.setattr(undo, "OLDEST_VERSION", 2)
+    with pytest.raises(ValueError, match="version 1, expected"):
+        _parse(_with(version=1))
