@@ -163,8 +163,10 @@ def test_the_diagnose_lines_run_with_a_pid(name: str) -> None:
         line = with_pid.replace("PID", str(sleeper.pid))
         done = subprocess.run(["bash", "-c", line], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 4 and "has not imported torch" in done.stderr, done
+        # Without a PID it reads every torch process on the machine: what it finds is whatever runs
+        # there (.ci/run runs two suites at once, whose torch processes may have a stale import, 3).
         done = subprocess.run(["bash", "-c", without], env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode in (0, 1, 4) and "Traceback" not in done.stderr, done
+        assert done.returncode in (0, 1, 3, 4) and "Traceback" not in done.stderr, done
     finally:
         sleeper.kill()
         sleeper.wait()
