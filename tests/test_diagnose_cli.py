@@ -76,7 +76,7 @@ def test_the_readme_shows_the_committed_diagnose_speed() -> None:
     ("change", "code", "finding", "said"),
     [
         pytest.param(None, 1, "eager-torch", "the next deep graph it compiles can hang", id="pristine"),
-        pytest.param(b"x = 1\n", 3, "unknown-torch", "not one torch-lazylog knows", id="unknown"),
+        pytest.param(b"x = 1\n", 3, "unknown-torch", "as released, found it changed", id="unknown"),
         pytest.param(b"", 4, "unknown-torch", "No such file or directory", id="no-graph-py"),
     ],
 )
@@ -103,7 +103,9 @@ def test_the_torch_a_process_mapped_is_read_from_its_bytes(
         assert entry["restart"] is (change == b"x = 1\n")  # written after the process started
         if change is None:
             assert graph.read_bytes() == before
-            assert report["next"] == f"torch-lazylog apply --python {sys.executable}"
+            # this Python alone does not import that tree: the advice names the directory it loaded
+            assert report["next"] == f"torch-lazylog apply --torch-dir {torch_dir}"
+            assert f"Patch the torch it loaded, {torch_dir}, which {sys.executable} alone" in entry["message"]
     finally:
         process.kill()
         process.wait()

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -172,6 +173,44 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
             (entry,) = report["processes"]
             assert code == 0 and entry["finding"] == "info-formatting", report
             assert "TORCH_LOGS=inductor" in entry["message"] and entry["str_depth"] >= 10
+    finally:
+        _pristine(venv)
+
+
+def test_a_torch_on_pythonpath_is_patched_by_the_advice_as_printed(tmp_path: Path) -> None:
+    """A server run by the venv's base interpreter with the venv's site directory on PYTHONPATH:
+    that interpreter alone imports no torch, so `apply --python` with it would find none. diagnose
+    names the directory the process loaded; its advice, run as printed, patches that torch, verify
+    then says lazy, and the process, restarted as it was, runs lazily."""
+    venv = torch_venv("2.10.0")
+    _pristine(venv)
+    base = os.path.realpath(venv / "bin" / "python")
+    torch_dir = _torch_dir(venv)
+    alone = subprocess.run([base, "-c", "import torch"], capture_output=True)
+    assert alone.returncode != 0, "the base interpreter imports a torch of its own"
+    server = [base, str(SCENARIO), TAG, str(DEEP)]
+    try:
+        with _running(server, tmp_path, "path", PYTHONPATH=os.path.dirname(torch_dir)) as process:
+            _formatting(process.pid)
+            code, report, _ = diagnose_json(str(process.pid))
+            (entry,) = report["processes"]
+            assert code == 1 and entry["interpreter"] == base and entry["torch_dir"] == torch_dir, report
+            assert report["next"] == f"torch-lazylog apply --torch-dir {shlex.quote(torch_dir)}", report
+            step = shlex.split(report["next"])
+            applied = subprocess.run(
+                [sys.executable, "-m", "patcher", *step[1:]], capture_output=True, text=True
+            )
+            assert applied.returncode == 0, applied.stderr
+            verify = subprocess.run(
+                [sys.executable, "-m", "patcher", "verify", *step[2:]], capture_output=True, text=True
+            )
+            assert verify.returncode == 0 and "formats the implicit-fallback log lazily" in verify.stdout
+        done = subprocess.run(
+            [*server[:-1], "40"],
+            env=dict(os.environ, PYTHONPATH=os.path.dirname(torch_dir), TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "i")),
+            capture_output=True, text=True, timeout=600,
+        )  # fmt: skip
+        assert done.returncode == 0 and done.stdout.endswith("done\n"), done.stderr[-2000:]
     finally:
         _pristine(venv)
 

@@ -14,7 +14,7 @@ from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
-EAGER = TorchFacts("pristine", ExitCode.EAGER, "graph.py is as released, eager", "2.10.0", 100.0)
+EAGER = TorchFacts("pristine", ExitCode.EAGER, "graph.py is unpatched, eager", "2.10.0", 100.0)
 LAZY = TorchFacts("patched", ExitCode.OK, "graph.py is patched", "2.10.0", 100.0)
 UNKNOWN = TorchFacts("unknown", ExitCode.REFUSED, "graph.py is not one torch-lazylog knows", None, 100.0)
 
@@ -160,3 +160,21 @@ def test_every_process_entry_has_the_same_fields() -> None:
     unread = render.unreadable_entry(Unreadable(7, ExitCode.ENVIRONMENT, "Expected to read it"))
     assert list(render.entry(found)) == list(unread) == list(render.ENTRY_FIELDS)
     assert unread["finding"] is None and unread["frames"] == [] and unread["exit_code"] == 4
+
+
+def test_a_long_command_line_is_cut_between_words() -> None:
+    """A server's command line in a sentence: whole words and an ellipsis, never half a word (a
+    first word too long on its own is the one cut inside)."""
+    from patcher.diagnose.procs import shown
+
+    argv = [
+        "/opt/venv/bin/python",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/models/Llama-3-70B-Instruct",
+    ]
+    line = shown(argv, limit=60)
+    assert line == "/opt/venv/bin/python -m sglang.launch_server --model-path \u2026", line
+    assert shown(["/opt/" + "x" * 100], limit=20) == "/opt/" + "x" * 14 + "\u2026"
+    assert shown(["python", "  a\n", "b"]) == "python a b"

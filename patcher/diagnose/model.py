@@ -38,6 +38,7 @@ class ProcessFacts(NamedTuple):
     torch_replaced: bool  # its torch/_C*.so was deleted after loading (torch reinstalled under it)
     torch_logs: str | None  # TORCH_LOGS in its environment
     pycache_prefix: str | None  # PYTHONPYCACHEPREFIX in its environment, as this tool reads it
+    owns_torch: bool = True  # its interpreter lives beside its torch: `apply --python` reaches it
 
     @property
     def container(self) -> bool:

@@ -116,9 +116,13 @@ def environ(pid: int) -> dict[str, str]:
 
 
 def shown(argv: list[str], limit: int = 80) -> str:
-    """A command line for a sentence: on one line, cut with an ellipsis when long."""
+    """A command line for a sentence: on one line, cut between words with an ellipsis when long
+    (inside its first word only when that word alone is too long)."""
+    import textwrap
+
     text = " ".join(" ".join(argv).split())
-    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+    short = textwrap.shorten(text, limit, placeholder=" \u2026")
+    return text[: limit - 1] + "\u2026" if short == "\u2026" else short
 
 
 def zombie(pid: int) -> bool:
@@ -166,18 +170,20 @@ def _same_file(root: str, a: str, b: str) -> bool:
     return resolved(root, a) == resolved(root, b)
 
 
-def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> str:
+def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> tuple[str, bool]:
     """The interpreter as the process names it: a venv's bin/python (its exe link names the base
-    interpreter, which does not import the venv's torch), else the exe link itself."""
+    interpreter, which does not import the venv's torch), else the exe link itself; and whether it
+    is one that lives beside its torch's site directory. When it is not (torch on PYTHONPATH, in a
+    user site, an editable install), that interpreter run on its own does not import that torch."""
     from patcher.install.locate import owner_candidates
 
     exe = (_link(pid, "exe") or "").removesuffix(_DELETED)
     named = [argv[0]] if argv and argv[0].startswith("/") else []
-    site = os.path.dirname(torch_dir) if torch_dir else ""
-    for candidate in [*named, *owner_candidates(site)]:
-        if exe and _same_file(root, candidate, exe):
-            return candidate
-    return exe or (argv[0] if argv else "python")
+    owners = owner_candidates(os.path.dirname(torch_dir) if torch_dir else "")
+    for candidate in [*named, *owners]:
+        if exe and _same_file(root, candidate, exe):  # a venv's python is its base's file: the name decides
+            return candidate, candidate in owners
+    return exe or (argv[0] if argv else "python"), False
 
 
 CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
@@ -270,10 +276,12 @@ def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFac
     torch_dir = os.path.dirname(library.removesuffix(_DELETED))
     argv = command_line(pid)
     env = environ(pid)
+    python, owns_torch = interpreter(pid, root, argv, torch_dir)
     return ProcessFacts(
         pid=pid,
         command=" ".join(argv),
-        interpreter=interpreter(pid, root, argv, torch_dir),
+        interpreter=python,
+        owns_torch=owns_torch,
         started=start,
         root=root,
         torch_dir=torch_dir,

@@ -73,10 +73,14 @@ SAID = {
 
 
 def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
-    """apply for the process's own interpreter, when its torch on disk is eager and it is; `program`
-    is how the user runs the tool (the console script, or the single file with its Python)."""
+    """apply for the process's own interpreter, when its torch on disk is eager and it is; for the
+    torch directory it loaded when that interpreter alone does not import it (PYTHONPATH, a user
+    site, an editable install). `program` is how the user runs the tool (the console script, or the
+    single file with its Python)."""
     if d.finding.code != ExitCode.EAGER or d.torch.code != ExitCode.EAGER:
         return None
+    if not d.process.owns_torch and d.process.torch_dir is not None:
+        return f"{program} apply --torch-dir {shlex.quote(d.process.torch_dir)}"
     return f"{program} apply --python {shlex.quote(d.process.interpreter)}"
 
 
@@ -84,9 +88,13 @@ def _advice(d: Diagnosed) -> str:
     if next_step(d) is None:
         return ""
     inside = " inside its container (docker exec, or the image's build step)" if d.process.container else ""
+    torch = (
+        f"the torch of {d.process.interpreter}"
+        if d.process.owns_torch
+        else f"the torch it loaded, {d.process.torch_dir}, which {d.process.interpreter} alone does not import"
+    )
     return (
-        f" Patch the torch of {d.process.interpreter}{inside}, then restart the process: a running "
-        "process keeps the graph.py it imported."
+        f" Patch {torch}{inside}, then restart the process: a running process keeps the graph.py it imported."
     )
 
 
