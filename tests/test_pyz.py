@@ -190,6 +190,32 @@ def test_the_next_step_from_the_file_runs_the_file_as_printed(
     assert _run(bare, single, "verify", "--torch-dir", str(torch_dir)).returncode == 0
 
 
+def test_an_interrupted_run_of_the_file_names_the_file_s_verify(
+    single: Path, bare: Path, release: Callable[[str], Path]
+) -> None:
+    """apply from the file waits for the torch directory's lock another run holds; SIGTERM ends it
+    with 143, and its sentence names the verify to run as the file runs, not a command it lacks."""
+    import fcntl
+    import signal
+    import time
+
+    torch_dir = release("2.10.0")
+    holder = os.open(torch_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        waiting = subprocess.Popen(
+            [str(bare), "-B", str(single), "apply", "--torch-dir", str(torch_dir)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/",
+        )  # fmt: skip
+        time.sleep(3)  # the file has started and waits for the lock
+        waiting.send_signal(signal.SIGTERM)
+        out, err = waiting.communicate(timeout=60)
+    finally:
+        os.close(holder)
+    assert waiting.returncode == 143, err
+    assert f"Run `{bare} -B {single} verify` to see which" in out, out
+
+
 def test_the_file_as_a_command_on_path_names_itself_and_runs_by_its_own_line(
     single: Path, bare: Path, release: Callable[[str], Path], tmp_path: Path
 ) -> None:

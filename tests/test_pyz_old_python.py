@@ -60,9 +60,8 @@ def test_one_sentence_and_exit_4_on_python_3_9(chroot: Path, inside: Path, args:
     version = _in_root(chroot, "python3", "-c", "import platform; print(platform.python_version())").stdout
     assert done.returncode == 4 == zipmain.ENVIRONMENT == ExitCode.ENVIRONMENT, done.stderr
     assert done.stdout == "" and "Traceback" not in done.stderr and done.stderr.count("\n") == 1
-    assert done.stderr.startswith(
-        "torch-lazylog: error: Expected Python 3.10 or newer to run torch-lazylog.pyz"
-    )
+    assert done.stderr.startswith(f"torch-lazylog: error: Expected Python 3.10 or newer to run {file}, ")
+    assert f"`python3.10 {file} apply" in done.stderr  # the file as it was run, not a name it lacks
     assert f"but this is Python {version.strip()} (/usr/bin/python3)" in done.stderr
     assert "apply --torch-dir DIR/torch`" in done.stderr  # no torch in this root to name
 

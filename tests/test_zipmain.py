@@ -47,13 +47,15 @@ def test_an_older_python_gets_one_sentence_and_exit_4(
     (tmp_path / "torch" / "__init__.py").write_text("raise SystemExit('imported')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(sys, "version_info", (3, 9, 2, "final", 0))
-    monkeypatch.setattr(sys, "argv", ["torch-lazylog.pyz", "apply", *(["--json"] if as_json else [])])
+    # the tool image's file, run as the image's step runs it: the sentence names it as it was run
+    monkeypatch.setattr(sys, "argv", ["/mnt/torch-lazylog", "apply", *(["--json"] if as_json else [])])
     with pytest.raises(SystemExit) as exited:
         zipmain.main()
     assert exited.value.code == ExitCode.ENVIRONMENT == zipmain.ENVIRONMENT
     out, err = capsys.readouterr()
     text = json.loads(out)["message"] if as_json else err
     assert "but this is Python 3.9.2 (" in text and f"apply --torch-dir {tmp_path / 'torch'}`" in text
+    assert "to run /mnt/torch-lazylog, " in text and "`python3.10 /mnt/torch-lazylog apply" in text
     if as_json:
         assert (json.loads(out)["command"], json.loads(out)["exit_code"], err) == ("apply", 4, "")
     else:
@@ -69,7 +71,9 @@ def test_without_a_torch_the_sentence_names_the_directory_to_give(monkeypatch: p
     assert zipmain._torch_dir() == ""
     monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))  # no __spec__: find_spec raises
     assert zipmain._torch_dir() == ""
-    assert "apply --torch-dir DIR/torch`" in zipmain.too_old("3.9.2", "/usr/bin/python3", "")
+    assert "apply --torch-dir DIR/torch`" in zipmain.too_old(
+        "3.9.2", "/usr/bin/python3", "", "torch-lazylog.pyz"
+    )
 
 
 def test_the_libcst_directory_is_beside_the_file_or_named(monkeypatch: pytest.MonkeyPatch) -> None:

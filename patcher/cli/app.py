@@ -57,7 +57,12 @@ def target_options(func: F) -> F:
         click.option(
             "--json", "as_json", is_flag=True, help="Print one JSON object on stdout instead of text."
         ),
-        click.option("--verbose", "-v", is_flag=True, help="Show a traceback for errors."),
+        click.option(
+            "--verbose",
+            "-v",
+            is_flag=True,
+            help="Show a traceback for errors, and every known release with a refusal.",
+        ),
     ]
     for option in reversed(options):
         func = option(func)

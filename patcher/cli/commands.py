@@ -118,8 +118,9 @@ def caught(
     except LazylogError as exc:
         if verbose:
             _traceback()
-        error = error_report(command, exc.code, exc.text(_single_file()), exc.state, exc.torch)
-        error = error._replace(next=(given or Given()).command(exc.next, exc.install), diff=exc.diff)
+        error = error_report(command, exc.code, exc.text(_single_file(), verbose), exc.state, exc.torch)
+        step = (given or Given()).command(exc.next, exc.install) or exc.advice
+        error = error._replace(next=step, diff=exc.diff, support=exc.support)
         finish(error, as_json, extra, exc.next == "reinstall")
     except Interrupted as exc:
         finish(interrupted(command, exc.signum), as_json, extra)
@@ -320,7 +321,7 @@ def interrupted(command: str, signum: int) -> Report:
     """What a command stopped by SIGINT or SIGTERM reports."""
     from patcher.core.messages import interrupted as sentence
 
-    text = sentence(signal.Signals(signum).name, command)
+    text = sentence(signal.Signals(signum).name, command, program())
     return error_report(command, signal_code(signum), text, "unknown")
 
 

@@ -15,12 +15,13 @@ import sys
 ENVIRONMENT = 4  # patcher.core.errors.ExitCode.ENVIRONMENT, which this module may not import
 
 
-def too_old(version: str, executable: str, torch_dir: str) -> str:
+def too_old(version: str, executable: str, torch_dir: str, file: str) -> str:
+    """`file`: the single file as it was run (the tool image's /torch-lazylog, or a .pyz)."""
     where = torch_dir or "DIR/torch"
     return (
-        f"Expected Python 3.10 or newer to run torch-lazylog.pyz, but this is Python {version} "
+        f"Expected Python 3.10 or newer to run {file}, but this is Python {version} "
         f"({executable or 'python'}); nothing was written: run the file with a Python 3.10 or newer over "
-        f"this image's files instead (in a build stage or on the host, e.g. `python3.10 torch-lazylog.pyz "
+        f"this image's files instead (in a build stage or on the host, e.g. `python3.10 {file} "
         f"apply --torch-dir {where}`, which leaves this Python's bytecode to be rebuilt from the source)."
     )
 
@@ -39,7 +40,7 @@ def _torch_dir() -> str:
 
 def _refuse_old() -> None:
     version = ".".join(str(part) for part in sys.version_info[:3])
-    text = too_old(version, sys.executable, _torch_dir())
+    text = too_old(version, sys.executable, _torch_dir(), sys.argv[0] or "torch-lazylog.pyz")
     if "--json" in sys.argv[1:]:
         from patcher.cli import command_word
 

@@ -12,7 +12,7 @@ from patcher.core.spec import PatchSpec, Release
 
 if TYPE_CHECKING:
     from patcher.core.edits import Edit
-    from patcher.core.outcome import Refused, Rewritten, Site
+    from patcher.core.outcome import Cause, Refused, Rewritten, Site
     from patcher.core.undo import UndoRecord
 
 # What the bytes are against the release table (not the install's state, patcher.core.state.State).
@@ -26,6 +26,7 @@ class Known(NamedTuple):
     match: Match | None
     reason: str = ""
     diff: str = ""
+    cause: Cause = "site"  # for an unknown file: why (patcher.core.outcome)
 
 
 def base_version(version: str | None) -> str:
@@ -114,7 +115,7 @@ def _own(site: Site, spec: PatchSpec, torch_version: str | None) -> Release | No
 def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Known:
     """An unknown file, with the diff of its branch against the nearest release when it has one."""
     diff = site_diff(spec, refusal.branch, refusal.form, torch_version) if refusal.branch else ""
-    return Known("unknown", None, None, refusal.reason, diff)
+    return Known("unknown", None, None, refusal.reason, diff, refusal.cause)
 
 
 def classify(

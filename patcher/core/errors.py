@@ -35,8 +35,11 @@ class LazylogError(Exception):
 
     `message` says what was expected and what was found; `hint`, what to do next, with the advice
     about an option as data (`Pass`, `LeaveOut`), so that it names the option's environment variable
-    when the value came from there (`variables`). The facts are typed: which torch (`torch`), what a
-    reinstall's advice needs (`install`), the dependency that is not installed (`missing`).
+    when the value came from there (`variables`). `next` is the next step as a command the command
+    line renders; `advice`, the step only a person can take (upgrade torch, fingerprint a build),
+    printed in its place. The facts are typed: which torch (`torch`), what a reinstall's advice needs
+    (`install`), the dependency that is not installed (`missing`), and for a refusal the releases this
+    tool knows (`support`), said in full only with --verbose and in JSON.
     """
 
     def __init__(
@@ -56,6 +59,8 @@ class LazylogError(Exception):
         self.state = state
         self.next = next
         self.diff: str | None = None  # for a refusal: the branch against the nearest known release
+        self.advice: str | None = None  # for a refusal: what only a person can do next
+        self.support: Support | None = None  # for a refusal of an unknown graph.py: every release
         self.torch: Torch | None = None  # filled in by the engine: which torch, where
         self.install: Install | None = None  # filled in by the engine for a reinstall's advice
         self.variables: tuple[Variable, ...] = ()  # filled in by the command line that located torch
@@ -63,11 +68,14 @@ class LazylogError(Exception):
     def __str__(self) -> str:
         return self.text()
 
-    def text(self, single_file: SingleFile | None = None) -> str:
+    def text(self, single_file: SingleFile | None = None, verbose: bool = False) -> str:
         """The sentence for the installed command, or, with `single_file`, for the single file (whose
-        missing libcst is a directory to mount); JSON's `message` is the same sentence."""
+        missing libcst is a directory to mount); JSON's `message` is the same sentence. `verbose`
+        adds, on a line of its own, every release this tool knows."""
         if single_file is not None and self.missing is not None and self.missing.module == "libcst":
             return missing_libcst_dir(self.missing.what, single_file)
+        if verbose and self.support is not None:
+            return f"{self.text(single_file).rstrip('.')}.\n{self.support.text()}"
         variables = {v.option: v for v in self.variables}
         text = self.message
         if self.hint is not None:
@@ -129,6 +137,22 @@ class Torch(NamedTuple):
     torch_dir: str
     graph_py: str
     undo_record: str
+
+
+class Support(NamedTuple):
+    """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
+    each with its reason: a refusal's --verbose line and JSON `support`."""
+
+    patched: tuple[str, ...]
+    native: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]  # (series, why)
+
+    def text(self) -> str:
+        refused = " and ".join(f"{series} ({why})" for series, why in self.refused)
+        return (
+            f"torch-lazylog patches {', '.join(self.patched)}, knows {', '.join(self.native)} as "
+            f"natively lazy, and refuses {refused}"
+        )
 
 
 class Install(NamedTuple):

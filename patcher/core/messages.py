@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import typing
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from patcher.core import state
-from patcher.core.classify import Known
-from patcher.core.errors import ExitCode
+from patcher.core.classify import Known, base_version
+from patcher.core.errors import ExitCode, Support
 from patcher.core.state import LAZY, Problem, State
 from patcher.core.undo import UNDO_VERSION
 
+if TYPE_CHECKING:
+    from patcher.core.spec import PatchSpec
+
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
 DESCRIPTION: dict[State, str] = {
-    "pristine": "graph.py is as released{release}, eager",
+    "pristine": "graph.py is unpatched{release}, eager",
     "patched": "graph.py is patched{release} and matches its undo record",
     "apply-interrupted": "graph.py is patched{release} but RECORD still lists its original hash (an interrupted apply)",
     "ships-lazy": "graph.py ships the lazy call{release}: natively lazy",
@@ -29,10 +32,10 @@ DESCRIPTION: dict[State, str] = {
     "revert-interrupted": "graph.py is original{release} but RECORD still lists the patched hash (an interrupted revert)",
     "unrecorded": "graph.py was patched by torch-lazylog{release} but its undo record is gone; its original "
     "bytes are still known",
-    "reinstalled": "graph.py is as released{release}, eager, beside a stale undo record of an earlier torch "
+    "reinstalled": "graph.py is unpatched{release}, eager, beside a stale undo record of an earlier torch "
     "(torch was reinstalled over a patched one)",
     "upgraded": "graph.py ships the lazy call{release}, beside a stale undo record of an earlier torch",
-    "untrusted-eager": "graph.py is as released{release}, eager, beside an undo record that does not describe it",
+    "untrusted-eager": "graph.py is unpatched{release}, eager, beside an undo record that does not describe it",
     "untrusted-patched": "graph.py is patched{release}, beside an undo record that does not describe it",
     "untrusted-lazy": "graph.py ships the lazy call{release}, beside an undo record that does not describe it",
     "edited": "graph.py changed since apply: it is neither the file its undo record describes nor one "
@@ -72,8 +75,12 @@ class Done(NamedTuple):
 def described(known: Known) -> str:
     if known.release is None:
         return ""
-    how = "identical to" if known.match == "exact" else "same patch site as"
-    return f" ({how} torch {known.release.version})"
+    version = known.release.version
+    return (
+        f" (release {version}'s file)"
+        if known.match == "exact"
+        else f" (a build with release {version}'s patch site)"
+    )
 
 
 def _where(version: str | None, torch_dir: Path) -> str:
@@ -106,7 +113,7 @@ def verify(
 
 # graph.py's bytes alone, in the states an undo record this version cannot read leaves.
 _BYTES_ALONE: dict[State, str] = {
-    "untrusted-eager": "graph.py is as released{release}, eager",
+    "untrusted-eager": "graph.py is unpatched{release}, eager",
     "untrusted-patched": "graph.py is patched{release}",
     "untrusted-lazy": "graph.py ships the lazy call{release}",
 }
@@ -190,27 +197,63 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     return lead + ("; " + "; ".join(extras) if extras else "")
 
 
-# Releases on the package index with the call but no site the tool may patch, read from their wheels.
-REFUSED_RELEASES = (
-    "2.1.x (its graph.py does not import LazyString)",
-    "2.0.x (it has no torch._logging, so no LazyString to import)",
+# The release series on the package index that have the eager call but no LazyString for the fix
+# to pass, read from their wheels: 2.1.x's torch._logging has it, but graph.py does not import it.
+REFUSED_SERIES: dict[str, str] = {
+    "2.1": "its graph.py does not import LazyString, and the patch adds no import",
+    "2.0": "it has no torch._logging, so no LazyString to import",
+}
+
+
+def support(spec: PatchSpec) -> Support:
+    """Every release the table knows, and the refused series: for --verbose and JSON."""
+    patched, native = spec.releases.versions("eager"), spec.releases.versions("native")
+    refused = tuple((f"{series}.x", why) for series, why in REFUSED_SERIES.items())
+    return Support(tuple(patched), tuple(native), refused)
+
+
+def refused_series(version: str | None) -> str | None:
+    """The refused series a torch's version is of (its major.minor), if any."""
+    series = ".".join(base_version(version).split(".")[:2])
+    return series if series in REFUSED_SERIES else None
+
+
+def refused_release(version: str | None, torch_dir: Path, series: str) -> str:
+    return (
+        f"Expected a torch release torch-lazylog patches, found {_where(version, torch_dir)}: "
+        f"{REFUSED_SERIES[series]}, as in every {series}.x release. Nothing was written"
+    )
+
+
+def upgrade(support: Support) -> str:
+    """What a refused release's user can do: only a person can choose the torch to upgrade to."""
+    return (
+        f"upgrade torch to a release torch-lazylog patches ({support.patched[0]} to "
+        f"{support.patched[-1]}), or to {support.native[0]} or later, which is lazy as released "
+        "(docs/releases.md)"
+    )
+
+
+def changed_site(version: str | None, torch_dir: Path, reason: str) -> str:
+    """A release's graph.py, not as released: what differs; the diff and the reinstall say the rest."""
+    return (
+        f"Expected graph.py of {_where(version, torch_dir)} as released, found it changed: "
+        f"{reason.rstrip('.')}. Nothing was written"
+    )
+
+
+def unknown(version: str | None, torch_dir: Path, reason: str) -> str:
+    return (
+        f"Expected graph.py of a torch release or build torch-lazylog knows, found "
+        f"{_where(version, torch_dir)}: {reason.rstrip('.')}. Nothing was written"
+    )
+
+
+# What a vendor build's user can do: judge the diff, then add the build to the table.
+FINGERPRINT = (
+    "if its diff against the nearest release (below) leaves the call and its branch as they are, add "
+    "this build's fingerprint to patches/ as docs/releases.md#a-vendor-build says; until then it is refused"
 )
-
-
-def supported(releases: list[str], native: list[str]) -> str:
-    return (
-        f"torch-lazylog patches {', '.join(releases)}, knows {', '.join(native)} as natively lazy, "
-        f"and refuses {' and '.join(REFUSED_RELEASES)}"
-    )
-
-
-def unknown(version: str | None, torch_dir: Path, reason: str, support: str) -> str:
-    return (
-        f"Expected graph.py of a known torch release, found {_where(version, torch_dir)} whose graph.py "
-        f"is not one torch-lazylog knows: {reason.rstrip('.')}. {support}. Nothing was written. If this is "
-        "a vendor build, compare its branch with the nearest release (the diff) and add its fingerprint "
-        "to patches/ with `torch-lazylog fingerprint`"
-    )
 
 
 def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
@@ -222,12 +265,13 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
     )
 
 
-def interrupted(signal_name: str, command: str = "") -> str:
+def interrupted(signal_name: str, command: str, program: str) -> str:
+    """`program`: how the user runs the tool (the console script, or the single file with its Python)."""
     if command == "diagnose":
         return f"Interrupted by {signal_name}: diagnose only reads, so nothing was written; run it again"
     return (
         f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
-        "Run `torch-lazylog verify` to see which, and the same command again to finish"
+        f"Run `{program} verify` to see which, and the same command again to finish"
     )
 
 

@@ -27,10 +27,16 @@ class Unchanged(NamedTuple):
     site: Site
 
 
+# Why a graph.py is refused: its call site is there but LazyString is not imported (what a torch
+# older than the fix's import looks like: 2.0.x and 2.1.x), or anything else about the site.
+Cause = Literal["import", "site"]
+
+
 class Refused(NamedTuple):
     reason: str
     branch: str | None = None  # the enclosing branch's code, when there is one: for a diff
     form: Form = "eager"
+    cause: Cause = "site"
 
 
 Outcome = Rewritten | Unchanged | Refused

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from patcher.core.errors import ExitCode
+from patcher.core.errors import ExitCode, Support
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
@@ -28,6 +28,7 @@ class Report(NamedTuple):
     problems: tuple[str, ...] = ()
     pycs: tuple[dict[str, JsonValue], ...] = ()
     checks: tuple[dict[str, JsonValue], ...] = ()
+    support: Support | None = None  # a refusal of an unknown graph.py: every release
 
     def to_json(self) -> dict[str, JsonValue]:
         return {
@@ -49,4 +50,10 @@ class Report(NamedTuple):
             "problems": list(self.problems),
             "pycs": list(self.pycs),
             "checks": list(self.checks),
+            "support": None if self.support is None else _support(self.support),
         }
+
+
+def _support(support: Support) -> dict[str, JsonValue]:
+    refused: dict[str, JsonValue] = {series: why for series, why in support.refused}
+    return {"patched": list(support.patched), "native": list(support.native), "refused": refused}

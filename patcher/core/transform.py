@@ -164,10 +164,7 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
     # timid: the finder enters only the scope; the same text anywhere else in the file is a refusal too
     elsewhere = sum(source.count(text.encode()) for text in (spec.eager, spec.lazy)) - len(finder.found)
     if not finder.found:
-        return Refused(
-            f"the argument `{spec.eager}` (or its lazy form) is not in graph.py: "
-            f"expected `{spec.scope}` to pass it to `{spec.call}`"
-        )
+        return Refused(f"`{spec.scope}` passes no `{spec.eager}` (nor its lazy form) to `{spec.call}`")
     if len(finder.found) + max(elsewhere, 0) > 1:
         return Refused(
             f"the argument `{spec.eager}` (or its lazy form) occurs "
@@ -176,19 +173,23 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
     (found,) = finder.found
     expected = _expected(spec, found.form)
     if found.call is None or canonical(found.call) != canonical(expected):
+        if found.branch is not None:  # its diff against the nearest release shows what differs
+            branch = found.branch.with_changes(orelse=None, leading_lines=())
+            return Refused(
+                "the log call differs from the known one", module.code_for_node(branch), found.form
+            )
         shown = module.code_for_node(found.call).strip() if found.call else "no call"
-        branch = found.branch.with_changes(orelse=None, leading_lines=()) if found.branch else None
         return Refused(
             f"the log call differs from the known one: expected `{module.code_for_node(expected)}`, "
             f"found `{' '.join(shown.split())}`",
-            module.code_for_node(branch) if branch else None,
-            found.form,
+            form=found.form,
         )
     if found.branch is None:
         return Refused("the log call is not inside an `if`/`elif` branch")
     if not _imports_name(module, spec.import_module, spec.import_name):
         return Refused(
-            f"graph.py does not import `{spec.import_name}` from `{spec.import_module}` at module level"
+            f"graph.py does not import `{spec.import_name}` from `{spec.import_module}` at module level",
+            cause="import",
         )
     return found
 

@@ -31,10 +31,9 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
             return work()
     except LazylogError as exc:
         if exc.next == "reinstall" and exc.install is None:
-            version = locate.dist_version(target.dist_info)  # not version.py's label: an index's
             exc.install = Install(
-                dist_version=version,
-                vendor=version is None or "+" in version,
+                dist_version=locate.dist_version(target.dist_info),  # not version.py's label: an index's
+                vendor=vendor(target),
                 installer=snapshot.installer(target),
                 owner=target.owner,
                 managed=target.interpreter.externally_managed,
@@ -58,16 +57,35 @@ def read_install(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot
     return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
+def vendor(target: Target) -> bool:
+    """A build no index has: its distribution's version is local (`+rocm...`) or not there at all."""
+    version = locate.dist_version(target.dist_info)
+    return version is None or "+" in version
+
+
 def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
+    """The one refusal for what was found: a file changed since apply; a release series the fix
+    cannot reach (upgrade torch); a release's graph.py changed (reinstall it); a build this tool
+    does not know (fingerprint it)."""
     if reading.state == "edited" and snap.undo is not None:
         change = snap.undo.graph
         text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
         error = refused(text, next="reinstall")
+        error.state = reading.state
+        return error
+    known, where = reading.known, (target.torch_version, target.torch_dir)
+    series = messages.refused_series(target.torch_version) if known.cause == "import" else None
+    support = messages.support(spec)
+    if series is not None:
+        error = refused(messages.refused_release(*where, series))
+        error.advice = messages.upgrade(support)
+    elif vendor(target):
+        error = refused(messages.unknown(*where, known.reason))
+        error.advice = messages.FINGERPRINT
     else:
-        support = messages.supported(spec.releases.versions("eager"), spec.releases.versions("native"))
-        known = reading.known
-        error = refused(messages.unknown(target.torch_version, target.torch_dir, known.reason, support), None)
-        error.diff = known.diff or None
+        error = refused(messages.changed_site(*where, known.reason), next="reinstall")
+    error.diff = known.diff or None
+    error.support = support
     error.state = reading.state
     return error
 

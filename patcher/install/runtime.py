@@ -118,9 +118,7 @@ def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, st
     return message, state
 
 
-def run(
-    target: Target, report: Report, static: str = "torch-lazylog verify", depth: int = DEFAULT_DEPTH
-) -> Report:
+def run(target: Target, report: Report, static: str, depth: int = DEFAULT_DEPTH) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
     the static report's state and torch, as read."""
