@@ -270,7 +270,7 @@ def test_a_vendor_build_with_an_unknown_site_is_told_the_fingerprint_workflow(
         f"knows, found torch {ROCM_VERSION} at {torch_dir}: the log call differs from the known one." in first
     )
     assert _short(first, torch_dir) <= 300, first
-    assert advice.startswith("Next: if its diff against the nearest release (below) leaves the call") and (
+    assert advice.startswith("Next: compare its implicit-fallback branch with the nearest release's") and (
         "docs/releases.md#a-vendor-build" in advice
     ), advice
     assert header == "The branch differs from the nearest release, 2.10.0:"

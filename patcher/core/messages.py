@@ -251,8 +251,9 @@ def unknown(version: str | None, torch_dir: Path, reason: str) -> str:
 
 # What a vendor build's user can do: judge the diff, then add the build to the table.
 FINGERPRINT = (
-    "if its diff against the nearest release (below) leaves the call and its branch as they are, add "
-    "this build's fingerprint to patches/ as docs/releases.md#a-vendor-build says; until then it is refused"
+    "compare its implicit-fallback branch with the nearest release's (the diff, when one is shown); if "
+    "the call and its branch are the release's, add this build's fingerprint to patches/ as "
+    "docs/releases.md#a-vendor-build says; until then it is refused"
 )
 
 
