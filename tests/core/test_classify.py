@@ -171,6 +171,15 @@ def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> 
     assert (broken.state, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
     assert classify_for_apply(warned, spec, "9.0.0")[0] == known
+    assert known.cause == "site"
+
+
+def test_a_file_without_the_import_is_unknown_for_that_cause(spec: PatchSpec) -> None:
+    """The cause the command line names a release series for (2.0.x, 2.1.x) reaches the caller."""
+    bare = SOURCE.replace(b"from torch._logging import LazyString", b"from torch._logging import other")
+    assert bare != SOURCE
+    for known in (classify(bare, spec, "2.1.2"), classify_for_apply(bare, spec, "2.1.2")[0]):
+        assert (known.state, known.cause) == ("unknown", "import"), known
 
 
 def test_decide_on_each_known_release(spec: PatchSpec) -> None:

@@ -332,7 +332,10 @@ class GraphLowering:
         )
 """
     assert rewrite(source, spec) == Refused("the log call is not inside an `if`/`elif` branch")
-    # a differing call with no branch to diff: the reason says what was expected and found
+    # a differing call with no branch to diff: the reason says what was expected and found, and the
+    # form it was found in
+    lazy_warned = rewrite(lazy(source).replace(b"log.info(", b"log.warning("), spec)
+    assert isinstance(lazy_warned, Refused) and (lazy_warned.form, lazy_warned.branch) == ("lazy", None)
     assert rewrite(source.replace(b"log.info(", b"log.warning("), spec) == Refused(
         'the log call differs from the known one: expected `log.info("Creating implicit fallback for:\\n%s", '
         f'{EAGER})`, found `log.warning( "Creating implicit fallback for:\\n%s", {EAGER}, )`'
