@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+import typing
 from pathlib import Path
 
+from patcher.core import state
+from patcher.core.errors import ExitCode
+from patcher.core.messages import DESCRIPTION
 from tests.docs import ROOT, block, pages
 from tests.helpers import BYTECODE_CASES, FUZZ_CASES, FUZZ_LONG_CASES, crash_points
 
@@ -57,9 +61,31 @@ def test_ci_runs_the_readme_test_command() -> None:
     )
 
 
-def test_the_state_table_is_the_codes() -> None:
-    from patcher.core.messages import states_markdown
+_ACTION = {"patch": "patch", "record": "write the lost undo record", "restore": "restore the original"}
+_ACTION |= {"drop": "remove the undo record", "refuse": "refuse"}
 
+
+def _does(name: state.State, does: tuple[state.Action, ...]) -> str:
+    """An apply or revert row: what it does, its exit code (a refusal's is verify's, and its next)."""
+    text = ", ".join(_ACTION[a] for a in does) or "nothing (RECORD and stale pycs made true)"
+    rule = state.VERIFY[name] if "refuse" in does else state.Rule()
+    return f"{text}; exit {int(rule.code)}" + (f", next {rule.next}" if rule.next else "")
+
+
+def states_markdown() -> str:
+    """The state table, from the tables themselves."""
+    lines = ["| state | what the bytes show | apply | verify | revert |", "|---|---|---|---|---|"]
+    for name in typing.get_args(state.State):
+        what = DESCRIPTION[name].format(release="").replace("|", "\\|")
+        verdict = state.VERIFY[name]
+        said = {ExitCode.OK: "lazy", ExitCode.EAGER: "eager", ExitCode.REFUSED: "refused"}[verdict.code]
+        check = f"{said}; exit {int(verdict.code)}" + (f", next {verdict.next}" if verdict.next else "")
+        apply, revert = _does(name, state.APPLY[name]), _does(name, state.REVERT[name])
+        lines.append(f"| `{name}` | {what} | {apply} | {check} | {revert} |")
+    return "\n".join(lines) + "\n"
+
+
+def test_the_state_table_is_the_codes() -> None:
     assert block("states") == states_markdown()
 
 

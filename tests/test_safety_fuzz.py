@@ -16,7 +16,7 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from patcher.core.classify import classify_for_apply
+from patcher.core.classify import classify
 from patcher.install import definitions as spec_module
 from tests import realdata
 from tests.conftest import need
@@ -125,13 +125,13 @@ def _must_patch(original: bytes, source: bytes) -> bool:
 
 def _check(case: tuple[str, bytes, bytes]) -> None:
     version, original, source = case
-    known, rewritten = classify_for_apply(source, SPEC, version)
-    event(f"outcome: {'patched' if rewritten else 'refused' if known.state == 'unknown' else known.state}")
+    known, rewritten = classify(source, SPEC, version)
+    event(f"outcome: {'patched' if rewritten else 'refused' if known.kind == 'unknown' else known.kind}")
     if rewritten is None:
-        assert known.state in ("unknown", "native", "patched")
+        assert known.kind in ("unknown", "native", "patched")
         assert not _must_patch(original, source), f"refused a file that must be patched: {known.reason}"
         return
-    assert known.state == "eager" and known.release is not None
+    assert known.kind == "eager" and known.release is not None
     assert _one_replacement(source, rewritten.source), "the rewrite changed more than the one argument"
     assert _compiles(rewritten.source)
 
@@ -166,6 +166,6 @@ def test_the_fuzzer_reaches_both_outcomes() -> None:
         outside = b"".join([*lines[:5], b"# vendor comment\n", *lines[5:]])
         inside = b"".join([*lines[: site - 2], lines[site - 2] * 2, *lines[site - 2 :]])
         for candidate in (outside, inside):
-            _, rewritten = classify_for_apply(candidate, SPEC, version)
+            _, rewritten = classify(candidate, SPEC, version)
             seen["patched" if rewritten else "refused"] += 1
     assert seen == {"patched": 11, "refused": 11}

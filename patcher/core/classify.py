@@ -1,6 +1,8 @@
-"""What a graph.py is, pure: its bytes and the known releases in, a state and the nearest release out.
+"""What a graph.py is, pure: its bytes and the known releases in, its kind, the nearest release and
+apply's rewrite out.
 
-By the whole-file hash first (no parse); by the libcst site fingerprint only when no hash is known.
+By the whole-file hash first (no parse), then by the undo record of bytes this tool wrote (no parse);
+by the libcst site fingerprint only when neither is known.
 """
 
 from __future__ import annotations
@@ -8,20 +10,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from patcher.core.hashes import sha256, version_key
-from patcher.core.spec import PatchSpec, Release
+from patcher.core.spec import Kind, PatchSpec, Release
 
 if TYPE_CHECKING:
     from patcher.core.edits import Edit
     from patcher.core.outcome import Cause, Refused, Rewritten, Site
     from patcher.core.undo import UndoRecord
 
-# What the bytes are against the release table (not the install's state, patcher.core.state.State).
-SourceKind = Literal["eager", "patched", "native", "unknown"]
 Match = Literal["exact", "site"]
 
 
 class Known(NamedTuple):
-    state: SourceKind
+    kind: Kind
     release: Release | None
     match: Match | None
     reason: str = ""
@@ -38,13 +38,13 @@ def _nearest(rows: list[Release], torch_version: str | None) -> Release:
     return same[0] if same else max(rows, key=lambda r: version_key(r.version))
 
 
-def site_diff(spec: PatchSpec, code: str, form: str, torch_version: str | None) -> str:
+def site_diff(spec: PatchSpec, code: str, lazy: bool, torch_version: str | None) -> str:
     """A short diff of this branch against the most similar known one."""
     import difflib  # only for a refusal
 
     by_site: dict[str, list[Release]] = {}
     for row in spec.releases.rows:
-        fingerprint = row.site if form == "eager" or row.state == "native" else row.patched_site
+        fingerprint = row.patched_site if lazy and row.state == "eager" else row.site
         if fingerprint in spec.releases.site_code:
             by_site.setdefault(fingerprint, []).append(row)
     if not by_site:
@@ -96,11 +96,11 @@ def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known 
 
 
 def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
-    state, rows = spec.releases.by_site(site.fingerprint, site.form)
+    kind, rows = spec.releases.by_site(site.fingerprint, site.lazy)
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
-        return Known("unknown", None, None, reason, site_diff(spec, site.code, site.form, torch_version))
-    return Known(state, _own(site, spec, torch_version) or _nearest(rows, torch_version), "site")
+        return Known("unknown", None, None, reason, site_diff(spec, site.code, site.lazy, torch_version))
+    return Known(kind, _own(site, spec, torch_version) or _nearest(rows, torch_version), "site")
 
 
 def _own(site: Site, spec: PatchSpec, torch_version: str | None) -> Release | None:
@@ -114,25 +114,8 @@ def _own(site: Site, spec: PatchSpec, torch_version: str | None) -> Release | No
 
 def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Known:
     """An unknown file, with the diff of its branch against the nearest release when it has one."""
-    diff = site_diff(spec, refusal.branch, refusal.form, torch_version) if refusal.branch else ""
+    diff = site_diff(spec, refusal.branch, refusal.lazy, torch_version) if refusal.branch else ""
     return Known("unknown", None, None, refusal.reason, diff, refusal.cause)
-
-
-def classify(
-    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
-) -> Known:
-    """What this graph.py is: by its hash when known, or by the undo record of the bytes this tool
-    wrote (no parse), else by its site fingerprint."""
-    hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
-    if hit is not None:
-        return hit
-    from patcher.core.outcome import Refused
-    from patcher.core.transform import site_of  # libcst: only when no hash is known
-
-    site = site_of(source, spec)
-    if isinstance(site, Refused):
-        return _refused(site, spec, torch_version)
-    return by_site(site, spec, torch_version)
 
 
 def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | None:
@@ -145,16 +128,17 @@ def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | Non
     new = swapped(source, spec.eager, spec.lazy)
     if release is None or new is None or sha256(new) != release.patched_sha256:
         return None
-    return Rewritten(new, line_edit(source, new), Site("eager", release.site, ""))
+    return Rewritten(new, line_edit(source, new), Site(False, release.site, ""))
 
 
-def classify_for_apply(
+def classify(
     source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
 ) -> tuple[Known, Rewritten | None]:
-    """apply's whole decision: what the file is, and the rewrite when it is eager. A known release,
-    or bytes this tool wrote, is settled by hashes alone; anything else takes one libcst parse."""
+    """What this graph.py is, and the rewrite apply makes of it when it is eager. A known release, or
+    bytes this tool wrote (its undo record says so), is settled by hashes alone; anything else takes
+    one libcst parse, which gives the site and the rewrite together."""
     hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
-    if hit is not None and hit.state != "eager":
+    if hit is not None and hit.kind != "eager":
         return hit, None
     if hit is not None:
         known_edit = _known_edit(source, spec, hit)
@@ -164,11 +148,11 @@ def classify_for_apply(
         reason = f"patching it does not give the known patched bytes of torch {hit.release.version}"
         return Known("unknown", None, None, reason), None
     from patcher.core.outcome import Refused, Rewritten
-    from patcher.core.transform import rewrite
+    from patcher.core.transform import rewrite  # libcst: only when no hash is known
 
     outcome = rewrite(source, spec)
     if isinstance(outcome, Refused):
         return _refused(outcome, spec, torch_version), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
     known = by_site(site, spec, torch_version)
-    return known, (outcome if isinstance(outcome, Rewritten) and known.state == "eager" else None)
+    return known, (outcome if isinstance(outcome, Rewritten) and known.kind == "eager" else None)

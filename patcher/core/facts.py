@@ -16,8 +16,8 @@ from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot
-from patcher.core.spec import PatchSpec
-from patcher.core.state import Base, Facts, Fit, State
+from patcher.core.spec import Kind, PatchSpec
+from patcher.core.state import Facts, Fit, State
 from patcher.core.undo import FileChange
 
 
@@ -66,39 +66,35 @@ def _fit(
     if snap.sha256 == change.after.sha256:
         back = change.edit.inverted()
         original = back.apply(snap.graph) if back.applies_to(snap.graph) else b""
-        good = known.state in ("patched", "native") and sha256(original) == change.before.sha256
+        good = known.kind in ("patched", "native") and sha256(original) == change.before.sha256
         return ("after", original, None) if good else ("untrusted", None, None)
     if snap.sha256 == change.before.sha256:
         patched = change.edit.apply(snap.graph) if change.edit.applies_to(snap.graph) else b""
-        good = known.state == "eager" and sha256(patched) == change.after.sha256
+        good = known.kind == "eager" and sha256(patched) == change.after.sha256
         return ("before", None, patched) if good else ("untrusted", None, None)
     # A record of another file: beside a release's exact bytes, or an eager site match (a vendor
     # build put over a patched one), torch was reinstalled; a lazy site match changed since apply.
-    exact_or_eager = known.match == "exact" or known.state == "eager"
+    exact_or_eager = known.match == "exact" or known.kind == "eager"
     return ("other" if exact_or_eager else "changed"), None, None
 
 
 def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     """A lazy graph.py's original by the one edit backwards, when the file is known."""
-    if known.state not in ("patched", "native"):
+    if known.kind not in ("patched", "native"):
         return None
     original = swapped(snap.graph, spec.lazy, spec.eager)
-    if known.match == "exact" and known.state == "patched" and known.release is not None:
+    if known.match == "exact" and known.kind == "patched" and known.release is not None:
         return original if original is not None and sha256(original) == known.release.sha256 else None
     return original
 
 
-def _base(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Base:
-    if known.state == "eager":
-        return "eager"
-    if known.state == "unknown":
-        return "unknown"
-    if known.state == "patched" and known.match == "exact":
-        return "ours"  # no release ships these bytes: only patching one gives them
-    if known.match == "exact":
-        return "lazy"  # the bytes of a release that ships the fix
-    named = original is not None and record.names(snap.record, spec.record_path, original, snap.site)
-    return "ours" if listed or named else "lazy"
+def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Kind:
+    """The release table's kind, with this tool's traces: a lazy branch a release ships is patched
+    when RECORD names its original or lists the undo record (only an apply leaves either)."""
+    if known.kind in ("eager", "unknown") or known.match == "exact":
+        return known.kind  # exact patched bytes: no release ships them, only patching one gives them
+    named = original is not None and record.names(snap.record, spec.graph_row, original, snap.site)
+    return "patched" if listed or named else "native"
 
 
 def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
@@ -110,23 +106,21 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
         and snap.record is not None
         and bool(record.rows(snap.record, undo_row, snap.site))
     )
-    base = _base(snap, spec, known, original, listed)
-    if base == "lazy" and fit != "after":
+    kind = _kind(snap, spec, known, original, listed)
+    if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
     stale = snap.stale_pycs()
-    row = record.fit(snap.record, spec.record_path, snap.graph, snap.site)
+    row = record.fit(snap.record, spec.graph_row, snap.graph, snap.site)
     if row in ("missing", "duplicate"):
-        raise damaged(
-            f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.record_path}"
-        )
+        raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
     facts = Facts(
-        base=base,
+        kind=kind,
         fit=fit,
         row=row,
         row_names_original=original is not None
-        and record.names(snap.record, spec.record_path, original, snap.site),
+        and record.names(snap.record, spec.graph_row, original, snap.site),
         row_names_patched=patched is not None
-        and record.names(snap.record, spec.record_path, patched, snap.site),
+        and record.names(snap.record, spec.graph_row, patched, snap.site),
         stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
         stale_pycs=len(stale),
     )

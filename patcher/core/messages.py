@@ -8,13 +8,11 @@ the future tense.
 
 from __future__ import annotations
 
-import typing
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from patcher.core import state
 from patcher.core.classify import Known, base_version
-from patcher.core.errors import ExitCode, Support
+from patcher.core.errors import Support
 from patcher.core.state import LAZY, Problem, State
 from patcher.core.undo import UNDO_VERSION
 
@@ -280,33 +278,3 @@ def output_lost(exc: OSError, code: int = 0) -> str:
     """A result that could not be printed: exit 5 stands in for the result's own code, which it names."""
     instead = f" with exit {code}, which exit 5 replaces" if code else ""
     return f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
-
-
-_ACTION = {
-    "patch": "patch",
-    "record": "write the lost undo record",
-    "restore": "restore the original",
-    "drop": "remove the undo record",
-    "settle": "",
-    "refuse": "refuse",
-}
-
-
-def _does(rule: state.Rule) -> str:
-    words = [_ACTION[a] for a in rule.does if _ACTION[a]]
-    text = ", ".join(words) if words else "nothing (RECORD and stale pycs made true)"
-    return f"{text}; exit {int(rule.code)}" + (f", next {rule.next}" if rule.next else "")
-
-
-def states_markdown() -> str:
-    """The README's state table, from the tables themselves."""
-    lines = ["| state | what the bytes show | apply | verify | revert |", "|---|---|---|---|---|"]
-    for name in typing.get_args(state.State):
-        what = DESCRIPTION[name].format(release="").replace("|", "\\|")
-        verdict = state.VERIFY[name]
-        said = {ExitCode.OK: "lazy", ExitCode.EAGER: "eager", ExitCode.REFUSED: "refused"}[verdict.code]
-        check = f"{said}; exit {int(verdict.code)}" + (f", next {verdict.next}" if verdict.next else "")
-        lines.append(
-            f"| `{name}` | {what} | {_does(state.APPLY[name])} | {check} | {_does(state.REVERT[name])} |"
-        )
-    return "\n".join(lines) + "\n"

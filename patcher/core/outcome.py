@@ -6,11 +6,9 @@ from typing import Literal, NamedTuple
 
 from patcher.core.edits import Edit
 
-Form = Literal["eager", "lazy"]
-
 
 class Site(NamedTuple):
-    form: Form
+    lazy: bool  # the argument is LazyString(...): patched or as released, the release table says which
     fingerprint: str
     code: str  # the branch's test and body, for messages and diffs
 
@@ -35,7 +33,7 @@ Cause = Literal["import", "site"]
 class Refused(NamedTuple):
     reason: str
     branch: str | None = None  # the enclosing branch's code, when there is one: for a diff
-    form: Form = "eager"
+    lazy: bool = False
     cause: Cause = "site"
 
 

@@ -17,7 +17,7 @@ from patcher.core.facts import Reading, plausible
 from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
 from patcher.core.spec import PatchSpec
-from patcher.core.state import Action
+from patcher.core.state import LAZY, Action, State
 from patcher.core.steps import ABSENT, PlanStep, Rebuild, Remove, Write
 from patcher.core.undo import FileChange, FileState, UndoRecord
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 
 class Plan(NamedTuple):
+    leaves: State  # the state the plan leaves the install in, once carried out
     steps: tuple[PlanStep, ...] = ()  # in commit order; a Rebuild is compiled, then written
     result: bytes | None = None  # graph.py after the plan, when it changes
     check: tuple[Path, ...] = ()  # must be writable (and no link) before any write
@@ -35,6 +36,7 @@ class End(NamedTuple):
     """graph.py and the undo record as the actions leave them."""
 
     graph: bytes
+    lazy: bool
     graph_changed: bool
     undo: FileChange | None  # the undo record's graph.py part
     undo_changed: bool
@@ -46,7 +48,7 @@ class End(NamedTuple):
 
 def _graph_change(spec: PatchSpec, original: bytes, patched: bytes, like: FileStat) -> FileChange:
     return FileChange(
-        spec.record_path,
+        spec.graph_row,
         FileState(sha256(original), len(original)),
         FileState(sha256(patched), len(patched)),
         line_edit(original, patched),
@@ -68,7 +70,12 @@ def _act(
         assert rewritten is not None
         undo = _graph_change(spec, snap.graph, rewritten.source, snap.graph_stat)
         return end._replace(
-            graph=rewritten.source, graph_changed=True, undo=undo, undo_changed=True, mtime_ns=now_ns
+            graph=rewritten.source,
+            lazy=True,
+            graph_changed=True,
+            undo=undo,
+            undo_changed=True,
+            mtime_ns=now_ns,
         )
     if action == "record":
         assert reading.original is not None
@@ -79,10 +86,11 @@ def _act(
         assert reading.original is not None
         kept = snap.undo.graph if snap.undo is not None and reading.facts.fit == "after" else None
         mode, mtime = (kept.mode, kept.mtime_ns) if kept else (end.mode, end.mtime_ns)
-        return End(reading.original, True, None, snap.undo_raw is not None, mode, mtime)  # no record left
-    if action == "drop":
-        return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
-    return end  # settle: RECORD and the pycs follow graph.py in every plan
+        return End(
+            reading.original, False, True, None, snap.undo_raw is not None, mode, mtime
+        )  # no record left
+    assert action == "drop"
+    return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
 
 
 def _pycs(target: Target, snap: Snapshot, end: End) -> list[PlanStep]:
@@ -113,15 +121,15 @@ def _record_after(
     back = change.edit.inverted() if change is not None else None
     if change and back and sha256(snap.record) == change.after.sha256 and back.applies_to(snap.record):
         candidate = back.apply(snap.record)
-        ours = _only_rows(change.edit.new, (spec.record_path, undo_row), snap.site) and _only_rows(
-            change.edit.old, (spec.record_path,), snap.site
+        ours = _only_rows(change.edit.new, (spec.graph_row, undo_row), snap.site) and _only_rows(
+            change.edit.old, (spec.graph_row,), snap.site
         )
         gone = not record.rows(candidate, undo_row, snap.site)
         if ours and sha256(candidate) == change.before.sha256 and gone:
             kept = plausible(change, None)
             return candidate, (change.mode if kept else None), (change.mtime_ns if kept else None)
     add, drop = (undo_row, None) if end.undo is not None else (None, undo_row)
-    return record.pointed(snap.record, spec.record_path, end.graph, add, drop, snap.site), None, None
+    return record.pointed(snap.record, spec.graph_row, end.graph, add, drop, snap.site), None, None
 
 
 def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
@@ -175,7 +183,10 @@ def build(
     if snap.undo is not None and reading.facts.fit == "after":
         release, match = snap.undo.release, snap.undo.match
     kept = snap.undo.graph if snap.undo else None
-    end = End(snap.graph, False, kept, False, snap.graph_stat.mode, snap.graph_stat.mtime_ns, release, match)
+    lazy = reading.state in LAZY
+    end = End(
+        snap.graph, lazy, False, kept, False, snap.graph_stat.mode, snap.graph_stat.mtime_ns, release, match
+    )
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
     trusted = reading.facts.fit in ("after", "before")
@@ -184,9 +195,9 @@ def build(
     steps = _steps(target, spec, snap, end, record_change) + _pycs(target, snap, end) + record_steps
     if end.undo is None and end.undo_changed:
         steps.append(Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
-    return Plan(
-        tuple(steps), end.graph if end.graph_changed else None, _writable(target, snap) if steps else ()
-    )
+    leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
+    result = end.graph if end.graph_changed else None
+    return Plan(leaves, tuple(steps), result, _writable(target, snap) if steps else ())
 
 
 def _steps(

@@ -12,12 +12,15 @@ from patcher.core.report import JsonValue
 PATCH_NAME = "lazy_implicit_fallback.json"
 SPEC_VERSION = 1
 
-ReleaseState = Literal["eager", "native"]
+# The one vocabulary for what a graph.py is, eager or lazy: an eager release's file or branch; lazy as
+# torch-lazylog patches it (no release ships those bytes); lazy as released (2.13.0 on); not known.
+# A release row is "eager" or "native".
+Kind = Literal["eager", "patched", "native", "unknown"]
 
 
 class Release(NamedTuple):
     version: str
-    state: ReleaseState
+    state: Kind
     sha256: str
     size: int
     site: str
@@ -48,7 +51,7 @@ class Releases(NamedTuple):
     rows: tuple[Release, ...]
     site_code: dict[str, str]
 
-    def by_sha256(self, sha: str) -> tuple[Literal["eager", "patched", "native"], list[Release]] | None:
+    def by_sha256(self, sha: str) -> tuple[Kind, list[Release]] | None:
         """Releases whose graph.py (pristine or patched) has this hash; 2.12.0 and 2.12.1 share one."""
         pristine = [row for row in self.rows if row.sha256 == sha]
         if pristine:
@@ -56,11 +59,9 @@ class Releases(NamedTuple):
         patched = [row for row in self.rows if row.patched_sha256 == sha]
         return ("patched", patched) if patched else None
 
-    def by_site(
-        self, site: str, form: Literal["eager", "lazy"]
-    ) -> tuple[Literal["eager", "patched", "native"], list[Release]]:
-        """Releases whose branch has this fingerprint, as ("eager"|"patched"|"native", rows)."""
-        if form == "eager":
+    def by_site(self, site: str, lazy: bool) -> tuple[Kind, list[Release]]:
+        """Releases whose branch has this fingerprint, and what the branch is of them."""
+        if not lazy:
             return "eager", [r for r in self.rows if r.site == site and r.state == "eager"]
         # A lazy branch identical to a release that ships it is natively lazy, even when it is also
         # what patching an older release gives (2.12 patched == 2.13): only an undo record tells.
@@ -69,7 +70,7 @@ class Releases(NamedTuple):
             return "native", native
         return "patched", [r for r in self.rows if r.patched_site == site]
 
-    def versions(self, state: ReleaseState) -> list[str]:
+    def versions(self, state: Kind) -> list[str]:
         return [r.version for r in self.rows if r.state == state]
 
     def to_json(self, patch_id: str) -> dict[str, JsonValue]:
@@ -92,12 +93,11 @@ class PatchSpec(NamedTuple):
     lazy: str
     import_module: str
     import_name: str
-    releases_file: str
     releases: Releases
 
     @property
-    def record_path(self) -> str:
-        """The path as written in the dist-info RECORD (relative to site-packages)."""
+    def graph_row(self) -> str:
+        """graph.py's path as its row in the dist-info's RECORD names it (relative to site-packages)."""
         return "torch/" + self.file
 
 
@@ -127,7 +127,6 @@ def parse(name: str, read: Callable[[str], str]) -> PatchSpec:
             lazy=raw["lazy"],
             import_module=raw["requires_import"]["module"],
             import_name=raw["requires_import"]["name"],
-            releases_file=raw["releases_file"],
             releases=releases,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pragma: no cover - a broken install

@@ -1,8 +1,9 @@
 """The install's one named state, decided from facts read from the bytes; a table per command.
 
 Pure: no file is read here. patcher.core.facts turns a snapshot into Facts; `name_state` names the state;
-APPLY, VERIFY and REVERT say, for each state, what the command does, its exit code and what to do
-next. The README's state table is this module's, checked by a test.
+APPLY and REVERT say, for each state, what the command does to graph.py and the undo record; VERIFY,
+its exit code and what to do next. Each decision is made in its table and nowhere else; the state a
+run leaves is the plan's (patcher.core.plan). The README's state table is these, checked by a test.
 """
 
 from __future__ import annotations
@@ -11,12 +12,8 @@ from typing import Literal, NamedTuple
 
 from patcher.core.errors import ExitCode, Next
 from patcher.core.record import RowFit
+from patcher.core.spec import Kind
 
-# graph.py against the known releases, RECORD and the undo record's traces:
-# eager (a known eager release or site), ours (lazy as this tool makes it: the exact patched bytes
-# of a release, or a RECORD that names the original or lists the undo record), lazy (a lazy site
-# with no trace of this tool: a release or vendor build that ships the fix), unknown.
-Base = Literal["eager", "ours", "lazy", "unknown"]
 # The undo record against graph.py and the release table: none; after (graph.py is what it says
 # apply made); before (graph.py is the original it names); other (a sound record of another file,
 # graph.py being a release's exact bytes); changed (a sound record, graph.py known only by its site:
@@ -40,16 +37,16 @@ State = Literal[
     "unknown",
 ]
 
-# What a command does, in order. patch: the one edit, the undo record, the pycs, RECORD.
-# record: write the undo record of a file patched before (its original determined).
-# restore: graph.py back to its original, its pycs, RECORD, the undo record removed.
-# drop: remove an undo record that does not describe graph.py. settle: RECORD's row and the pycs
-# made to describe graph.py as it is. refuse: nothing written.
-Action = Literal["patch", "record", "restore", "drop", "settle", "refuse"]
+# What apply or revert does to graph.py and the undo record, in order. patch: the one edit, and its
+# undo record. record: write the undo record of a file patched before (its original determined).
+# restore: graph.py back to its original, the undo record removed. drop: remove an undo record that
+# does not describe graph.py. refuse: nothing written. Whatever the actions, RECORD's row and the pycs
+# are made to describe graph.py as the plan leaves it (patcher.core.plan).
+Action = Literal["patch", "record", "restore", "drop", "refuse"]
 
 
 class Facts(NamedTuple):
-    base: Base
+    kind: Kind  # graph.py against the release table and this tool's traces (patcher.core.facts)
     fit: Fit
     row: RowFit  # RECORD's row for graph.py against its bytes
     row_names_original: bool  # RECORD's row names graph.py's original (an unfinished apply)
@@ -58,36 +55,36 @@ class Facts(NamedTuple):
     stale_pycs: int  # pycs of the target that do not describe graph.py
 
 
-_BY_BASE_AND_FIT: dict[tuple[Base, Fit], State] = {
+_BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("eager", "none"): "pristine",
     ("eager", "before"): "record-only",
     ("eager", "other"): "reinstalled",
     ("eager", "after"): "untrusted-eager",
     ("eager", "untrusted"): "untrusted-eager",
-    ("ours", "none"): "unrecorded",
-    ("ours", "after"): "patched",
-    ("ours", "before"): "untrusted-patched",
-    ("ours", "other"): "untrusted-patched",
-    ("ours", "untrusted"): "untrusted-patched",
-    ("lazy", "none"): "ships-lazy",
-    ("lazy", "after"): "patched",
-    ("lazy", "before"): "untrusted-lazy",
-    ("lazy", "other"): "upgraded",
-    ("lazy", "untrusted"): "untrusted-lazy",
+    ("patched", "none"): "unrecorded",
+    ("patched", "after"): "patched",
+    ("patched", "before"): "untrusted-patched",
+    ("patched", "other"): "untrusted-patched",
+    ("patched", "untrusted"): "untrusted-patched",
+    ("native", "none"): "ships-lazy",
+    ("native", "after"): "patched",
+    ("native", "before"): "untrusted-lazy",
+    ("native", "other"): "upgraded",
+    ("native", "untrusted"): "untrusted-lazy",
     ("unknown", "none"): "unknown",
     ("unknown", "after"): "edited",
     ("unknown", "before"): "edited",
     ("unknown", "other"): "edited",
     ("unknown", "untrusted"): "unknown",  # a record that proves nothing beside a file not known
     ("eager", "changed"): "edited",
-    ("ours", "changed"): "edited",
-    ("lazy", "changed"): "edited",
+    ("patched", "changed"): "edited",
+    ("native", "changed"): "edited",
     ("unknown", "changed"): "edited",
 }
 
 
 def name_state(facts: Facts) -> State:
-    state = _BY_BASE_AND_FIT[facts.base, facts.fit]
+    state = _BY_KIND_AND_FIT[facts.kind, facts.fit]
     if state == "patched" and facts.row_names_original:
         return "apply-interrupted"
     if state == "record-only" and facts.row_names_patched:
@@ -108,52 +105,53 @@ LAZY: frozenset[State] = frozenset(_LAZY_STATES)  # graph.py formats the text la
 
 
 class Rule(NamedTuple):
-    does: tuple[Action, ...]
+    """verify's verdict on a state: its exit code and the next step."""
+
     code: ExitCode = ExitCode.OK
     next: Next | None = None
-    leaves: State | None = None  # the state the command leaves (None: as found)
 
 
-_REFUSE = Rule(("refuse",), ExitCode.REFUSED)
-_REFUSE_REINSTALL = Rule(("refuse",), ExitCode.REFUSED, "reinstall")
+_PATCH: tuple[Action, ...] = ("patch",)
+_REFUSE: tuple[Action, ...] = ("refuse",)
 
-APPLY: dict[State, Rule] = {
-    "pristine": Rule(("patch",), leaves="patched"),
-    "patched": Rule(("settle",), leaves="patched"),
-    "apply-interrupted": Rule(("settle",), leaves="patched"),
-    "ships-lazy": Rule(("settle",)),
-    "record-only": Rule(("patch",), leaves="patched"),
-    "revert-interrupted": Rule(("patch",), leaves="patched"),
-    "unrecorded": Rule(("record", "settle"), leaves="patched"),
-    "reinstalled": Rule(("patch",), leaves="patched"),
-    "upgraded": Rule(("drop", "settle"), leaves="ships-lazy"),
-    "untrusted-eager": Rule(("patch",), leaves="patched"),
-    "untrusted-patched": Rule(("record", "settle"), leaves="patched"),
-    "untrusted-lazy": Rule(("drop", "settle"), leaves="ships-lazy"),
-    "edited": _REFUSE_REINSTALL,
+APPLY: dict[State, tuple[Action, ...]] = {
+    "pristine": _PATCH,
+    "patched": (),
+    "apply-interrupted": (),
+    "ships-lazy": (),
+    "record-only": _PATCH,
+    "revert-interrupted": _PATCH,
+    "unrecorded": ("record",),
+    "reinstalled": _PATCH,
+    "upgraded": ("drop",),
+    "untrusted-eager": _PATCH,
+    "untrusted-patched": ("record",),
+    "untrusted-lazy": ("drop",),
+    "edited": _REFUSE,
     "unknown": _REFUSE,
 }
 
-REVERT: dict[State, Rule] = {
-    "pristine": Rule(("settle",)),
-    "patched": Rule(("restore",), leaves="pristine"),
-    "apply-interrupted": Rule(("restore",), leaves="pristine"),
-    "ships-lazy": Rule(("settle",)),
-    "record-only": Rule(("drop", "settle"), leaves="pristine"),
-    "revert-interrupted": Rule(("drop", "settle"), leaves="pristine"),
-    "unrecorded": Rule(("restore",), leaves="pristine"),
-    "reinstalled": Rule(("drop", "settle"), leaves="pristine"),
-    "upgraded": Rule(("drop", "settle"), leaves="ships-lazy"),
-    "untrusted-eager": Rule(("drop", "settle"), leaves="pristine"),
-    "untrusted-patched": Rule(("restore",), leaves="pristine"),
-    "untrusted-lazy": Rule(("drop", "settle"), leaves="ships-lazy"),
-    "edited": _REFUSE_REINSTALL,
+REVERT: dict[State, tuple[Action, ...]] = {
+    "pristine": (),
+    "patched": ("restore",),
+    "apply-interrupted": ("restore",),
+    "ships-lazy": (),
+    "record-only": ("drop",),
+    "revert-interrupted": ("drop",),
+    "unrecorded": ("restore",),
+    "reinstalled": ("drop",),
+    "upgraded": ("drop",),
+    "untrusted-eager": ("drop",),
+    "untrusted-patched": ("restore",),
+    "untrusted-lazy": ("drop",),
+    "edited": _REFUSE,
     "unknown": _REFUSE,
 }
 
-_EAGER = Rule((), ExitCode.EAGER, "apply")
-_LAZY = Rule(())
-_TIDY = Rule((), ExitCode.OK, "apply")  # lazy, with something of this tool's to finish or remove
+_EAGER = Rule(ExitCode.EAGER, "apply")
+_LAZY = Rule()
+_TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to finish or remove
+_REFUSED = Rule(ExitCode.REFUSED)
 # verify's first duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
 VERIFY: dict[State, Rule] = {
     "pristine": _EAGER,
@@ -168,11 +166,11 @@ VERIFY: dict[State, Rule] = {
     "untrusted-eager": _EAGER,
     "untrusted-patched": _TIDY,
     "untrusted-lazy": _TIDY,
-    "edited": _REFUSE_REINSTALL,
-    "unknown": _REFUSE,
+    "edited": Rule(ExitCode.REFUSED, "reinstall"),
+    "unknown": _REFUSED,
 }
 
-TABLES = {"apply": APPLY, "verify": VERIFY, "revert": REVERT}
+TABLES = {"apply": APPLY, "revert": REVERT}
 
 Problem = Literal["record-row", "stale-unchecked-pyc"]
 

@@ -25,12 +25,12 @@ except ImportError as exc:  # the single-file build, an install without its depe
 
 from patcher.core.canonical import Uncovered, canonical, digest
 from patcher.core.edits import line_edit
-from patcher.core.outcome import Form, Outcome, Refused, Rewritten, Site, Unchanged
+from patcher.core.outcome import Outcome, Refused, Rewritten, Site, Unchanged
 from patcher.core.spec import PatchSpec
 
 
 class _Found(NamedTuple):
-    form: Form
+    lazy: bool
     arg: cst.Arg
     call: cst.Call | None
     branch: cst.If | None
@@ -39,12 +39,12 @@ class _Found(NamedTuple):
 class _SiteFinder(cst.CSTVisitor):
     """Enters only the classes and functions on the scope path; records arguments of either form."""
 
-    def __init__(self, scope: list[str], forms: dict[Form, cst.Call]) -> None:
+    def __init__(self, scope: list[str], forms: dict[bool, cst.Call]) -> None:
         super().__init__()
         self._scope = scope
         self._depth = 0
         self._entered: list[bool] = []
-        self._forms = {form: canonical(call) for form, call in forms.items()}
+        self._forms = {lazy: canonical(call) for lazy, call in forms.items()}
         self._names = {_last_name(call.func) for call in forms.values()}
         self._branches: list[cst.If] = []
         self._calls: list[cst.Call] = []
@@ -97,11 +97,11 @@ class _SiteFinder(cst.CSTVisitor):
             shape = canonical(value)
         except Uncovered:
             return
-        for form, wanted in self._forms.items():
+        for lazy, wanted in self._forms.items():
             if shape == wanted:
                 call = self._calls[-1] if self._calls else None  # the call this is an argument of
                 branch = self._branches[-1] if self._branches else None
-                self.found.append(_Found(form, node, call, branch))
+                self.found.append(_Found(lazy, node, call, branch))
 
 
 def _last_name(func: cst.BaseExpression) -> str | None:
@@ -154,12 +154,12 @@ def _call(code: str) -> cst.Call:
     return call
 
 
-def _expected(spec: PatchSpec, form: Form) -> cst.Call:
-    return _call(f"{spec.call}({spec.message}, {spec.eager if form == 'eager' else spec.lazy})")
+def _expected(spec: PatchSpec, lazy: bool) -> cst.Call:
+    return _call(f"{spec.call}({spec.message}, {spec.lazy if lazy else spec.eager})")
 
 
 def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refused:
-    finder = _SiteFinder(spec.scope.split("."), {"eager": _call(spec.eager), "lazy": _call(spec.lazy)})
+    finder = _SiteFinder(spec.scope.split("."), {False: _call(spec.eager), True: _call(spec.lazy)})
     module.visit(finder)
     # timid: the finder enters only the scope; the same text anywhere else in the file is a refusal too
     elsewhere = sum(source.count(text.encode()) for text in (spec.eager, spec.lazy)) - len(finder.found)
@@ -171,18 +171,18 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
             f"{len(finder.found) + max(elsewhere, 0)} times; expected once"
         )
     (found,) = finder.found
-    expected = _expected(spec, found.form)
+    expected = _expected(spec, found.lazy)
     if found.call is None or canonical(found.call) != canonical(expected):
         if found.branch is not None:  # its diff against the nearest release shows what differs
             branch = found.branch.with_changes(orelse=None, leading_lines=())
             return Refused(
-                "the log call differs from the known one", module.code_for_node(branch), found.form
+                "the log call differs from the known one", module.code_for_node(branch), found.lazy
             )
         shown = module.code_for_node(found.call).strip() if found.call else "no call"
         return Refused(
             f"the log call differs from the known one: expected `{module.code_for_node(expected)}`, "
             f"found `{' '.join(shown.split())}`",
-            form=found.form,
+            lazy=found.lazy,
         )
     if found.branch is None:
         return Refused("the log call is not inside an `if`/`elif` branch")
@@ -202,7 +202,7 @@ def _site(module: cst.Module, found: _Found, spec: PatchSpec) -> Site | Refused:
     except Uncovered as exc:
         return Refused(f"its implicit-fallback branch cannot be fingerprinted: {exc}")
     code = module.code_for_node(branch.with_changes(orelse=None, leading_lines=()))
-    return Site(form=found.form, fingerprint=digest(shape), code=code)
+    return Site(lazy=found.lazy, fingerprint=digest(shape), code=code)
 
 
 def _line_starts(source: bytes) -> list[int]:
@@ -233,8 +233,8 @@ def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tup
     return spans[0] if len(spans) == 1 else None
 
 
-def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
-    """Make the site lazy; every other byte stays as it was."""
+def _located(source: bytes, spec: PatchSpec) -> tuple[cst.Module, _Found, Site] | Refused:
+    """The one site finder: the parsed module, the argument found and its site."""
     module = _parse(source)
     if isinstance(module, Refused):
         return module
@@ -242,8 +242,22 @@ def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
     if isinstance(found, Refused):
         return found
     site = _site(module, found, spec)
-    if isinstance(site, Refused) or site.form == "lazy":
-        return site if isinstance(site, Refused) else Unchanged(site)
+    return site if isinstance(site, Refused) else (module, found, site)
+
+
+def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
+    located = _located(source, spec)
+    return located if isinstance(located, Refused) else located[2]
+
+
+def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
+    """Make the site lazy; every other byte stays as it was."""
+    located = _located(source, spec)
+    if isinstance(located, Refused):
+        return located
+    module, found, site = located
+    if site.lazy:
+        return Unchanged(site)
     encoding = "utf-8" if module.encoding == "utf-8-sig" else module.encoding  # the BOM is not ours to add
     old = module.code_for_node(found.arg.value).encode(encoding)
     # The argument's text, when it occurs once in the file, can only be there; otherwise ask ast.
@@ -263,11 +277,3 @@ def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
     except (SyntaxError, ValueError) as exc:
         return _not_python(exc)
     return Rewritten(source=new_source, edit=line_edit(source, new_source), before=site)
-
-
-def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
-    module = _parse(source)
-    if isinstance(module, Refused):
-        return module
-    found = _find(source, module, spec)
-    return found if isinstance(found, Refused) else _site(module, found, spec)

@@ -101,7 +101,7 @@ class UndoRecord(NamedTuple):
         return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
 
     @classmethod
-    def parse(cls, raw: bytes, patch: str, graph_path: str, record_path: str | None) -> UndoRecord:
+    def parse(cls, raw: bytes, patch: str, graph_row: str, record_row: str | None) -> UndoRecord:
         """Validate everything; a ValueError says what is wrong."""
         data = _load(raw)
         if data.get("tool") != TOOL or not _readable(data.get("version")):
@@ -119,8 +119,8 @@ class UndoRecord(NamedTuple):
             patch=patch,
             release=release,
             match=match,
-            graph=FileChange.from_json(data.get("graph"), graph_path),
-            record=FileChange.from_json(raw_record, record_path) if record_path and raw_record else None,
+            graph=FileChange.from_json(data.get("graph"), graph_row),
+            record=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
         )
 
 

@@ -34,7 +34,7 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
     compiled: dict[Path, bytes] = {}
     if rebuilds:
         first = rebuilds[0]
-        datas, _ = pyc.compile_for(
+        datas = pyc.compile_for(
             target.interpreter, [r.pyc for r in rebuilds], first.source, target.graph, first.mtime_ns
         )
         compiled = {r.pyc.path: data for r, data in zip(rebuilds, datas, strict=True)}
@@ -74,14 +74,14 @@ def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
 
 
 def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
-    snap, reading, rewritten = read_install(target, spec, apply=command == "apply")
-    rule = state.TABLES[command][reading.state]
-    if "refuse" in rule.does:
+    snap, reading, rewritten = read_install(target, spec)
+    does = state.TABLES[command][reading.state]
+    if "refuse" in does:
         raise refusal(target, spec, snap, reading)
     version = newer_version(snap)
     if version is not None:  # a newer tool's record: never read, rewritten or removed here
         raise newer_refusal(command, target, reading, version)
-    planned = plan_for(target, spec, snap, reading, rule.does, rewritten)
+    planned = plan_for(target, spec, snap, reading, does, rewritten)
     done = _done(target, snap, planned)
     message = messages.changed(command, reading.state, reading.known, target.torch_version, done, dry_run)
     diff = None
@@ -93,7 +93,7 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
         fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
         return report(command, target, snap, reading, message)._replace(diff=diff)
-    reading = reading._replace(state=rule.leaves or reading.state)
+    reading = reading._replace(state=planned.leaves)
     _carry_out(target, snap, planned, command)
     pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
     result = report(command, target, snap, reading, message, planned.result)

@@ -29,14 +29,14 @@ def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
         )
     try:
         with zipfile.ZipFile(wheel) as archive:
-            return match["version"], archive.read(spec.record_path)
+            return match["version"], archive.read(spec.graph_row)
     except zipfile.BadZipFile as exc:
         raise LazylogError(
             ExitCode.USAGE, f"Expected {wheel} to be a wheel (a zip archive), but it is not ({exc})"
         ) from exc
     except KeyError as exc:
         raise LazylogError(
-            ExitCode.USAGE, f"Expected {wheel} to contain {spec.record_path}, but it does not"
+            ExitCode.USAGE, f"Expected {wheel} to contain {spec.graph_row}, but it does not"
         ) from exc
 
 

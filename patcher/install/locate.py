@@ -58,7 +58,7 @@ def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
     candidates = sorted(p for p in torch_dir.parent.glob("torch-*.dist-info") if p.is_dir())
     if len(candidates) <= 1:
         return candidates[0] if candidates else None
-    listing = [p for p in candidates if rows(_read_or_empty(p), spec.record_path, str(torch_dir.parent))]
+    listing = [p for p in candidates if rows(_read_or_empty(p), spec.graph_row, str(torch_dir.parent))]
     if len(listing) == 1:
         return listing[0]
     names = ", ".join(p.name for p in candidates)

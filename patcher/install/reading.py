@@ -46,14 +46,10 @@ def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> R
         raise
 
 
-def read_install(target: Target, spec: PatchSpec, apply: bool) -> tuple[Snapshot, Reading, Rewritten | None]:
-    """The snapshot and its one reading; apply's libcst parse doubles as the classification."""
+def read_install(target: Target, spec: PatchSpec) -> tuple[Snapshot, Reading, Rewritten | None]:
+    """The snapshot, its one reading, and the rewrite apply would make."""
     snap = snapshot.take(target, spec)
-    rewritten = None
-    if apply:
-        known, rewritten = classify.classify_for_apply(snap.graph, spec, target.torch_version, snap.undo)
-    else:
-        known = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
+    known, rewritten = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
     return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
@@ -134,10 +130,10 @@ def report(
 
 def verify(target: Target, spec: PatchSpec) -> Report:
     def work() -> Report:
-        snap, reading, _ = read_install(target, spec, apply=False)
+        snap, reading, _ = read_install(target, spec)
         found = state.problems(reading.state, reading.facts)
         rule = state.verdict(reading.state, found)
-        if "refuse" in rule.does:
+        if rule.code == ExitCode.REFUSED:
             raise refusal(target, spec, snap, reading)
         stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
         texts = [messages.problem_text(p, ", ".join(stale)) for p in found]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from patcher.core import classify as classify_module
-from patcher.core.classify import Known, base_version, by_hash, classify, classify_for_apply
+from patcher.core.classify import Known, base_version, by_hash, classify
 from patcher.core.outcome import Refused, Rewritten
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -14,6 +14,10 @@ from tests.core import world
 from tests.core.world import EAGER, LAZY, NATIVE, PATCHED, SOURCE, VENDOR, sha
 
 RECODED = SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, 1])")
+
+
+def known_of(source: bytes, spec: PatchSpec, version: str | None, undo: UndoRecord | None = None) -> Known:
+    return classify(source, spec, version, undo)[0]
 
 
 @pytest.fixture(scope="module")
@@ -55,8 +59,8 @@ def test_release_matching_with_local_version_suffixes(
 ) -> None:
     hit = by_hash(SOURCE, three, version)
     assert hit is not None and hit.release is not None
-    assert (hit.state, hit.release.version, hit.match) == ("eager", nearest, "exact")
-    known = classify(SOURCE, three, version)
+    assert (hit.kind, hit.release.version, hit.match) == ("eager", nearest, "exact")
+    known = known_of(SOURCE, three, version)
     assert known.release == hit.release and known.reason == "" and known.diff == ""
 
 
@@ -68,7 +72,7 @@ def test_by_hash(spec: PatchSpec) -> None:
     ]:
         hit = by_hash(source, spec, "9.1.0+cu128")
         assert hit is not None and hit.release is not None
-        assert (hit.state, hit.release.version, hit.match) == (state, version, "exact")
+        assert (hit.kind, hit.release.version, hit.match) == (state, version, "exact")
         assert hit.release.sha256 == sha(SOURCE if state != "native" else NATIVE)
     assert by_hash(VENDOR, spec, "9.0.0") is None
 
@@ -88,9 +92,9 @@ def test_by_hash(spec: PatchSpec) -> None:
 def test_classify_by_site(
     spec: PatchSpec, source: bytes, version: str | None, state: str, release: str
 ) -> None:
-    known = classify(source, spec, version)
+    known = known_of(source, spec, version)
     assert known.release is not None
-    assert (known.state, known.release.version, known.match, known.reason, known.diff) == (
+    assert (known.kind, known.release.version, known.match, known.reason, known.diff) == (
         state,
         release,
         "site",
@@ -101,8 +105,8 @@ def test_classify_by_site(
 
 def test_a_lazy_branch_no_release_ships_is_known_as_patched(spec: PatchSpec) -> None:
     only_eager = spec._replace(releases=build_releases([("9.0.0", SOURCE)], spec))
-    known = classify(VENDOR.replace(EAGER, LAZY), only_eager, "9.0.0")
-    assert known.release is not None and (known.state, known.release.version, known.match) == (
+    known = known_of(VENDOR.replace(EAGER, LAZY), only_eager, "9.0.0")
+    assert known.release is not None and (known.kind, known.release.version, known.match) == (
         "patched",
         "9.0.0",
         "site",
@@ -131,8 +135,8 @@ DIFF = """The branch differs from the nearest release, {v}:
 def test_an_unknown_branch_is_shown_against_the_nearest_release(
     spec: PatchSpec, source: bytes, version: str | None, nearest: str, installed: str
 ) -> None:
-    known = classify(source, spec, version)
-    assert (known.state, known.release, known.match) == ("unknown", None, None)
+    known = known_of(source, spec, version)
+    assert (known.kind, known.release, known.match) == ("unknown", None, None)
     assert known.reason == "its implicit-fallback branch matches no known release"
     assert known.diff == DIFF.format(v=nearest, installed=installed)
 
@@ -141,13 +145,13 @@ def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpe
     other = SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, 2])")
     extra = b"".join(b"                x%d = 1\n" % i for i in range(30))
     table = spec._replace(releases=build_releases([("9.0.0", SOURCE), ("9.2.0", other)], spec))
-    known = classify(
+    known = known_of(
         RECODED.replace(b"                log.info(", extra + b"                log.info("), table, "9.2.0"
     )
     shown = known.diff.splitlines()
     assert shown[0] == "The branch differs from the nearest release, 9.2.0:"  # same version, equally similar
     assert len(shown) == 1 + 24 + 1 and shown[-1] == "..."
-    near = classify(
+    near = known_of(
         SOURCE.replace(b"else MissingOperatorWithoutDecomp", b"else MissingOperatorWithoutDecomX"),
         table,
         "9.2.0",
@@ -158,19 +162,19 @@ def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpe
 
 def test_no_diff_without_site_code(spec: PatchSpec) -> None:
     bare = spec._replace(releases=spec.releases._replace(site_code={}))
-    known = classify(RECODED, bare, "9.0.0")
-    assert (known.state, known.diff) == ("unknown", "")
+    known = known_of(RECODED, bare, "9.0.0")
+    assert (known.kind, known.diff) == ("unknown", "")
 
 
 def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> None:
     warned = SOURCE.replace(b"log.info(", b"log.warning(")
-    known = classify(warned, spec, "9.0.0")
-    assert known.state == "unknown" and known.reason.startswith("the log call differs from the known one")
+    known = known_of(warned, spec, "9.0.0")
+    assert known.kind == "unknown" and known.reason.startswith("the log call differs from the known one")
     assert known.diff.splitlines()[5:7] == ["-    log.info(", "+    log.warning("]
-    broken = classify(b"x = (\n", spec, None)
-    assert (broken.state, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
+    broken = known_of(b"x = (\n", spec, None)
+    assert (broken.kind, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
-    assert classify_for_apply(warned, spec, "9.0.0")[0] == known
+    assert classify(warned, spec, "9.0.0")[0] == known
     assert known.cause == "site"
 
 
@@ -178,12 +182,12 @@ def test_a_file_without_the_import_is_unknown_for_that_cause(spec: PatchSpec) ->
     """The cause the command line names a release series for (2.0.x, 2.1.x) reaches the caller."""
     bare = SOURCE.replace(b"from torch._logging import LazyString", b"from torch._logging import other")
     assert bare != SOURCE
-    for known in (classify(bare, spec, "2.1.2"), classify_for_apply(bare, spec, "2.1.2")[0]):
-        assert (known.state, known.cause) == ("unknown", "import"), known
+    for known in (known_of(bare, spec, "2.1.2"), classify(bare, spec, "2.1.2")[0]):
+        assert (known.kind, known.cause) == ("unknown", "import"), known
 
 
 def test_decide_on_each_known_release(spec: PatchSpec) -> None:
-    known, rewritten = classify_for_apply(SOURCE, spec, "9.0.0+cu128")
+    known, rewritten = classify(SOURCE, spec, "9.0.0+cu128")
     assert known == by_hash(SOURCE, spec, "9.0.0") and isinstance(rewritten, Rewritten)
     at, line = world.line_of(SOURCE, EAGER)
     assert rewritten.source == PATCHED
@@ -192,17 +196,17 @@ def test_decide_on_each_known_release(spec: PatchSpec) -> None:
         line,
         line.replace(EAGER, LAZY),
     )
-    assert known.release is not None and rewritten.before == (("eager", known.release.site, ""))
+    assert known.release is not None and rewritten.before == ((False, known.release.site, ""))
     for lazy in (PATCHED, NATIVE):
-        assert classify_for_apply(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
+        assert classify(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
 
 
 def test_decide_on_a_vendor_build(spec: PatchSpec) -> None:
-    known, rewritten = classify_for_apply(VENDOR, spec, "9.0.0+git8514f05")
-    assert known == classify(VENDOR, spec, "9.0.0") and known.state == "eager"
+    known, rewritten = classify(VENDOR, spec, "9.0.0+git8514f05")
+    assert known == known_of(VENDOR, spec, "9.0.0") and known.kind == "eager"
     assert isinstance(rewritten, Rewritten) and rewritten.source == VENDOR.replace(EAGER, LAZY)
     lazy = VENDOR.replace(EAGER, LAZY)
-    assert classify_for_apply(lazy, spec, "9.0.0") == (classify(lazy, spec, "9.0.0"), None)
+    assert classify(lazy, spec, "9.0.0") == (known_of(lazy, spec, "9.0.0"), None)
 
 
 def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: PatchSpec) -> None:
@@ -210,7 +214,7 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     wrong = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
     )
-    assert classify_for_apply(SOURCE, wrong, "9.0.0") == (
+    assert classify(SOURCE, wrong, "9.0.0") == (
         Known("unknown", None, None, "patching it does not give the known patched bytes of torch 9.0.0"),
         None,
     )
@@ -218,21 +222,21 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(doubled)), *spec.releases.rows[1:]))
     )
-    assert classify_for_apply(doubled, table, "9.0.0")[0].state == "unknown"
+    assert classify(doubled, table, "9.0.0")[0].kind == "unknown"
     already = SOURCE + b"# " + LAZY + b"\n"  # the lazy text there already
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(already)), *spec.releases.rows[1:]))
     )
-    assert classify_for_apply(already, table, "9.0.0")[1] is None
+    assert classify(already, table, "9.0.0")[1] is None
 
 
 def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
     site = classify_module.by_site(
-        __import__("patcher.core.outcome", fromlist=["Site"]).Site("eager", "0" * 64, "if x:\n    pass\n"),
+        __import__("patcher.core.outcome", fromlist=["Site"]).Site(False, "0" * 64, "if x:\n    pass\n"),
         spec,
         "9.0.0",
     )
-    assert (site.state, site.release, site.reason) == (
+    assert (site.kind, site.release, site.reason) == (
         "unknown",
         None,
         "its implicit-fallback branch matches no known release",
@@ -252,23 +256,23 @@ def test_the_newest_release_is_ordered_by_number_not_text(spec: PatchSpec) -> No
 
 def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None:
     for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
-        known = classify(VENDOR, three, version)
+        known = known_of(VENDOR, three, version)
         assert known.release is not None and known.release.version == version.split("+")[0]
-        decided, rewritten = classify_for_apply(VENDOR, three, version)
+        decided, rewritten = classify(VENDOR, three, version)
         assert decided == known and rewritten is not None
-        exact, _ = classify_for_apply(SOURCE, three, version)
+        exact, _ = classify(SOURCE, three, version)
         assert exact.release is not None and exact.release.version == version.split("+")[0]
 
 
 def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
-    known, rewritten = classify_for_apply(RECODED, spec, "9.0.0")
-    assert (known.state, rewritten) == ("unknown", None)
+    known, rewritten = classify(RECODED, spec, "9.0.0")
+    assert (known.kind, rewritten) == ("unknown", None)
     assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
 
 
 def test_a_refused_branch_is_shown_in_its_own_form(spec: PatchSpec) -> None:
     warned = SOURCE.replace(b"log.info(", b"log.warning(")
-    assert classify(warned, spec, "9.0.0+cu128").diff == (
+    assert known_of(warned, spec, "9.0.0+cu128").diff == (
         "The branch differs from the nearest release, 9.0.0:\n"
         "--- torch 9.0.0 (nearest release)\n"
         "+++ installed torch 9.0.0+cu128\n"
@@ -286,7 +290,7 @@ def test_between_equally_similar_branches_the_installed_version_wins(spec: Patch
 
     table = spec._replace(releases=build_releases([("9.0.0", branch(b"2")), ("9.2.0", branch(b"3"))], spec))
     for version in ("9.0.0", "9.2.0"):
-        shown = classify(branch(b"1"), table, version).diff.splitlines()[0]
+        shown = known_of(branch(b"1"), table, version).diff.splitlines()[0]
         assert shown == f"The branch differs from the nearest release, {version}:"
 
 
@@ -294,7 +298,7 @@ def test_between_equally_similar_branches_the_installed_version_wins(spec: Patch
 def test_a_diff_is_cut_after_24_lines(spec: PatchSpec, added: int, lines: int, cut: bool) -> None:
     extra = b"".join(b"                x%d = 1\n" % i for i in range(added))
     source = SOURCE.replace(b"                log.info(", extra + b"                log.info(")
-    shown = classify(source, spec, "9.0.0").diff.splitlines()
+    shown = known_of(source, spec, "9.0.0").diff.splitlines()
     assert len(shown) == lines and (shown[-1] == "...") == cut
 
 
@@ -319,15 +323,15 @@ def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
     patched, undo = _vendor_record()
     hit = classify_module.by_record(patched, spec, undo)
     assert hit is not None and hit.release is not None
-    assert (hit.state, hit.release.version, hit.match) == ("patched", "9.0.0", "site")
+    assert (hit.kind, hit.release.version, hit.match) == ("patched", "9.0.0", "site")
 
     def no_parse(*_: object) -> None:
         raise AssertionError("parsed")
 
     monkeypatch.setattr("patcher.core.transform.site_of", no_parse)
     monkeypatch.setattr("patcher.core.transform.rewrite", no_parse)
-    assert classify(patched, spec, "9.0.0+rocm", undo) == hit
-    assert classify_for_apply(patched, spec, "9.0.0+rocm", undo) == (hit, None)
+    assert known_of(patched, spec, "9.0.0+rocm", undo) == hit
+    assert classify(patched, spec, "9.0.0+rocm", undo) == (hit, None)
 
 
 @pytest.mark.parametrize(

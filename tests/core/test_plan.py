@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from patcher.core import facts, plan, state, steps
-from patcher.core.classify import classify, classify_for_apply
+from patcher.core.classify import classify
 from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import ABSENT, ANY, PlanStep, Rebuild, Remove, Write
@@ -66,12 +66,9 @@ def undo_of(
 
 
 def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None = None) -> plan.Plan:
-    if command == "apply":
-        known, rewritten = classify_for_apply(snap.graph, spec, "9.0.0+cu128")
-    else:
-        known, rewritten = classify(snap.graph, spec, "9.0.0+cu128"), None
+    known, rewritten = classify(snap.graph, spec, "9.0.0+cu128")
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
-    does = state.TABLES[command][reading.state].does
+    does = state.TABLES[command][reading.state]
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)
 
 
@@ -200,6 +197,17 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
         else (GRAPH, GRAPH.parent, UNDO.parent)
     )
     assert planned.check == (writable if steps else ())
+    assert planned.leaves == LEAVES[command].get(name, name)
+
+
+# The state each command leaves, where it is not the state it found.
+_PATCHED = ("pristine", "apply-interrupted", "record-only", "revert-interrupted", "unrecorded", "reinstalled")
+LEAVES = {
+    "apply": {n: "patched" for n in (*_PATCHED, "untrusted-eager", "untrusted-patched")}
+    | {"upgraded": "ships-lazy", "untrusted-lazy": "ships-lazy"},
+    "revert": {n: "pristine" for n in (*_PATCHED, "patched", "untrusted-eager", "untrusted-patched")}
+    | {"upgraded": "ships-lazy", "untrusted-lazy": "ships-lazy"},
+}
 
 
 def _pycs(graph_bytes: bytes, mtime_ns: int) -> tuple[Pyc, ...]:

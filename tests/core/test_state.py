@@ -23,7 +23,7 @@ ALL_STATES = typing.get_args(state.State)
 @pytest.mark.parametrize(("name", "index"), world.CASES, ids=[f"{n}-{i}" for n, i in world.CASES])
 def test_each_state_is_named_from_the_bytes(spec: PatchSpec, name: str, index: int) -> None:
     snap = world.states()[name][index]
-    known = classify(snap.graph, spec, "9.0.0")
+    known, _ = classify(snap.graph, spec, "9.0.0")
     assert facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
 
 
@@ -31,50 +31,50 @@ def test_the_cases_cover_every_state() -> None:
     assert {name for name, _ in world.CASES} == set(ALL_STATES) == set(world.states())
 
 
-BY_BASE_AND_FIT = {
+BY_KIND_AND_FIT = {
     "eager": {
         "none": "pristine",
         "before": "record-only",
         "other": "reinstalled",
         "after": "untrusted-eager",
     },
-    "ours": {
+    "patched": {
         "none": "unrecorded",
         "after": "patched",
         "before": "untrusted-patched",
         "other": "untrusted-patched",
     },
-    "lazy": {"none": "ships-lazy", "after": "patched", "before": "untrusted-lazy", "other": "upgraded"},
+    "native": {"none": "ships-lazy", "after": "patched", "before": "untrusted-lazy", "other": "upgraded"},
     "unknown": {"none": "unknown", "after": "edited", "before": "edited", "other": "edited"},
 }
 UNTRUSTED = {
     "eager": "untrusted-eager",
-    "ours": "untrusted-patched",
-    "lazy": "untrusted-lazy",
+    "patched": "untrusted-patched",
+    "native": "untrusted-lazy",
     "unknown": "unknown",
 }
 
 
-def _facts(base: str, fit: str, names_original: bool = False, names_patched: bool = False) -> Facts:
-    return Facts(base, fit, "current", names_original, names_patched, False, 0)  # type: ignore[arg-type]
+def _facts(kind: str, fit: str, names_original: bool = False, names_patched: bool = False) -> Facts:
+    return Facts(kind, fit, "current", names_original, names_patched, False, 0)  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("base", list(BY_BASE_AND_FIT))
-def test_decide_by_base_and_fit(base: str) -> None:
-    for fit, expected in BY_BASE_AND_FIT[base].items():
-        assert state.name_state(_facts(base, fit)) == expected, fit
-    assert state.name_state(_facts(base, "untrusted")) == UNTRUSTED[base]
-    assert state.name_state(_facts(base, "changed")) == "edited"
+@pytest.mark.parametrize("kind", list(BY_KIND_AND_FIT))
+def test_decide_by_kind_and_fit(kind: str) -> None:
+    for fit, expected in BY_KIND_AND_FIT[kind].items():
+        assert state.name_state(_facts(kind, fit)) == expected, fit
+    assert state.name_state(_facts(kind, "untrusted")) == UNTRUSTED[kind]
+    assert state.name_state(_facts(kind, "changed")) == "edited"
 
 
 def test_an_unfinished_apply_or_revert_is_named_from_the_row() -> None:
-    assert state.name_state(_facts("ours", "after", names_original=True)) == "apply-interrupted"
-    assert state.name_state(_facts("lazy", "after", names_original=True)) == "apply-interrupted"
+    assert state.name_state(_facts("patched", "after", names_original=True)) == "apply-interrupted"
+    assert state.name_state(_facts("native", "after", names_original=True)) == "apply-interrupted"
     assert state.name_state(_facts("eager", "before", names_patched=True)) == "revert-interrupted"
     # the row's evidence counts only in the state it finishes
-    assert state.name_state(_facts("ours", "after", names_patched=True)) == "patched"
+    assert state.name_state(_facts("patched", "after", names_patched=True)) == "patched"
     assert state.name_state(_facts("eager", "before", names_original=True)) == "record-only"
-    assert state.name_state(_facts("ours", "none", names_original=True)) == "unrecorded"
+    assert state.name_state(_facts("patched", "none", names_original=True)) == "unrecorded"
     assert state.name_state(_facts("eager", "none", names_patched=True)) == "pristine"
 
 
@@ -89,36 +89,36 @@ LAZY_STATES = {
 }
 
 APPLY = {
-    "pristine": (("patch",), OK, None, "patched"),
-    "patched": (("settle",), OK, None, "patched"),
-    "apply-interrupted": (("settle",), OK, None, "patched"),
-    "ships-lazy": (("settle",), OK, None, None),
-    "record-only": (("patch",), OK, None, "patched"),
-    "revert-interrupted": (("patch",), OK, None, "patched"),
-    "unrecorded": (("record", "settle"), OK, None, "patched"),
-    "reinstalled": (("patch",), OK, None, "patched"),
-    "upgraded": (("drop", "settle"), OK, None, "ships-lazy"),
-    "untrusted-eager": (("patch",), OK, None, "patched"),
-    "untrusted-patched": (("record", "settle"), OK, None, "patched"),
-    "untrusted-lazy": (("drop", "settle"), OK, None, "ships-lazy"),
-    "edited": (("refuse",), REFUSED, "reinstall", None),
-    "unknown": (("refuse",), REFUSED, None, None),
+    "pristine": ("patch",),
+    "patched": (),
+    "apply-interrupted": (),
+    "ships-lazy": (),
+    "record-only": ("patch",),
+    "revert-interrupted": ("patch",),
+    "unrecorded": ("record",),
+    "reinstalled": ("patch",),
+    "upgraded": ("drop",),
+    "untrusted-eager": ("patch",),
+    "untrusted-patched": ("record",),
+    "untrusted-lazy": ("drop",),
+    "edited": ("refuse",),
+    "unknown": ("refuse",),
 }
 REVERT = {
-    "pristine": (("settle",), OK, None, None),
-    "patched": (("restore",), OK, None, "pristine"),
-    "apply-interrupted": (("restore",), OK, None, "pristine"),
-    "ships-lazy": (("settle",), OK, None, None),
-    "record-only": (("drop", "settle"), OK, None, "pristine"),
-    "revert-interrupted": (("drop", "settle"), OK, None, "pristine"),
-    "unrecorded": (("restore",), OK, None, "pristine"),
-    "reinstalled": (("drop", "settle"), OK, None, "pristine"),
-    "upgraded": (("drop", "settle"), OK, None, "ships-lazy"),
-    "untrusted-eager": (("drop", "settle"), OK, None, "pristine"),
-    "untrusted-patched": (("restore",), OK, None, "pristine"),
-    "untrusted-lazy": (("drop", "settle"), OK, None, "ships-lazy"),
-    "edited": (("refuse",), REFUSED, "reinstall", None),
-    "unknown": (("refuse",), REFUSED, None, None),
+    "pristine": (),
+    "patched": ("restore",),
+    "apply-interrupted": ("restore",),
+    "ships-lazy": (),
+    "record-only": ("drop",),
+    "revert-interrupted": ("drop",),
+    "unrecorded": ("restore",),
+    "reinstalled": ("drop",),
+    "upgraded": ("drop",),
+    "untrusted-eager": ("drop",),
+    "untrusted-patched": ("restore",),
+    "untrusted-lazy": ("drop",),
+    "edited": ("refuse",),
+    "unknown": ("refuse",),
 }
 VERIFY = {
     "pristine": EAGER,
@@ -140,19 +140,19 @@ VERIFY = {
 
 def _verify_rule(expected: object) -> state.Rule:
     if expected == "tidy":
-        return state.Rule((), OK, "apply")
+        return state.Rule(OK, "apply")
     if expected == EAGER:
-        return state.Rule((), EAGER, "apply")
+        return state.Rule(EAGER, "apply")
     if expected == OK:
-        return state.Rule(())
+        return state.Rule()
     assert isinstance(expected, tuple)
-    return state.Rule(("refuse",), expected[0], expected[1])
+    return state.Rule(expected[0], expected[1])
 
 
 def test_the_command_tables() -> None:
-    assert state.TABLES == {"apply": state.APPLY, "verify": state.VERIFY, "revert": state.REVERT}
-    assert {name: tuple(rule) for name, rule in state.APPLY.items()} == APPLY
-    assert {name: tuple(rule) for name, rule in state.REVERT.items()} == REVERT
+    assert state.TABLES == {"apply": state.APPLY, "revert": state.REVERT}
+    assert state.APPLY == APPLY
+    assert state.REVERT == REVERT
     assert {name: state.VERIFY[name] for name in ALL_STATES} == {
         n: _verify_rule(v) for n, v in VERIFY.items()
     }
@@ -181,8 +181,8 @@ def test_problems_in_every_state(name: state.State) -> None:
 @pytest.mark.parametrize("name", ALL_STATES)
 def test_verdict_for_every_problem(name: state.State) -> None:
     plain = _verify_rule(VERIFY[name])
-    eager = state.Rule((), EAGER, "apply")
-    tidy = state.Rule((), OK, "apply")
+    eager = state.Rule(EAGER, "apply")
+    tidy = state.Rule(OK, "apply")
     assert state.verdict(name, ()) == plain
     assert state.verdict(name, ("stale-unchecked-pyc",)) == eager  # bytecode that runs the eager code
     assert state.verdict(name, ("record-row", "stale-unchecked-pyc")) == eager

@@ -95,7 +95,7 @@ def test_rewrite(spec: PatchSpec, before: bytes, after: bytes) -> None:
 def test_rewrite_noop(spec: PatchSpec, source: bytes) -> None:
     outcome = rewrite(source, spec)
     assert isinstance(outcome, Unchanged)
-    assert outcome.site.form == "lazy"
+    assert outcome.site.lazy
 
 
 @pytest.mark.parametrize(
@@ -335,7 +335,7 @@ class GraphLowering:
     # a differing call with no branch to diff: the reason says what was expected and found, and the
     # form it was found in
     lazy_warned = rewrite(lazy(source).replace(b"log.info(", b"log.warning("), spec)
-    assert isinstance(lazy_warned, Refused) and (lazy_warned.form, lazy_warned.branch) == ("lazy", None)
+    assert isinstance(lazy_warned, Refused) and (lazy_warned.lazy, lazy_warned.branch) == (True, None)
     assert rewrite(source.replace(b"log.info(", b"log.warning("), spec) == Refused(
         'the log call differs from the known one: expected `log.info("Creating implicit fallback for:\\n%s", '
         f'{EAGER})`, found `log.warning( "Creating implicit fallback for:\\n%s", {EAGER}, )`'
@@ -347,10 +347,10 @@ def test_a_differing_call_names_what_was_expected_and_found(spec: PatchSpec) -> 
     assert isinstance(outcome, Refused)
     # in a branch, its diff against the nearest release says what differs; the reason stays short
     assert outcome.reason == "the log call differs from the known one"
-    assert outcome.form == "eager" and outcome.branch is not None
+    assert not outcome.lazy and outcome.branch is not None
     assert outcome.branch.startswith("if config.implicit_fallbacks:\n    error = (\n")
     lazy_outcome = rewrite(lazy(src()).replace(b"log.info(", b"log.warning("), spec)
-    assert isinstance(lazy_outcome, Refused) and lazy_outcome.form == "lazy"
+    assert isinstance(lazy_outcome, Refused) and lazy_outcome.lazy
     bare = rewrite(
         src()
         .replace(b"                log.info(\n", b"                (\n")
@@ -386,7 +386,7 @@ def test_only_the_scope_is_entered(spec: PatchSpec, scope_change: bytes, found: 
 def test_site_of_gives_the_branch_and_its_form(spec: PatchSpec) -> None:
     eager, lazy_site = site_of(src(), spec), site_of(src(LAZY), spec)
     assert not isinstance(eager, Refused) and not isinstance(lazy_site, Refused)
-    assert (eager.form, lazy_site.form) == ("eager", "lazy")
+    assert (eager.lazy, lazy_site.lazy) == (False, True)
     assert eager.code == (
         "if config.implicit_fallbacks:\n"
         "    error = (\n"
@@ -460,7 +460,7 @@ def test_the_argument_as_a_class_base_is_no_call(spec: PatchSpec) -> None:
         "the log call differs from the known one: expected "
         f'`log.info("Creating implicit fallback for:\\n%s", {EAGER})`, found `no call`',
         None,
-        "eager",
+        False,
     )
 
 
