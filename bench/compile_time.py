@@ -16,13 +16,15 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from patcher.install import runtime
 from tests import realdata
 
 HERE = Path(__file__).resolve().parent
@@ -40,13 +42,18 @@ def _tool(venv: Path, *args: str) -> None:
 
 
 def _median(venv: Path, depth: int, runs: int, limit: bool) -> float:
-    result = runtime.probe(
-        str(venv / "bin" / "python"), depth=depth, phases=("filtered",), limit=limit, repeat=runs, warmup=True
-    )
-    if result["error"]:
-        raise SystemExit(result["error"])
-    seconds = [r["seconds"] for r in result["runs"]]
-    return float(statistics.median(seconds))
+    """bench/probe_runs.py in the venv, with a throw-away Inductor cache."""
+    with tempfile.TemporaryDirectory(prefix="torch-lazylog-bench-") as cache:
+        env = dict(
+            os.environ, TORCHINDUCTOR_CACHE_DIR=f"{cache}/inductor", TRITON_CACHE_DIR=f"{cache}/triton"
+        )
+        env |= {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0", "TMPDIR": cache}
+        params = json.dumps({"depth": depth, "repeat": runs, "limit": limit})
+        command = [str(venv / "bin" / "python"), str(HERE / "probe_runs.py"), params]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=cache)
+    if done.returncode != 0:
+        raise SystemExit(done.stderr[-2000:])
+    return float(statistics.median(json.loads(done.stdout.splitlines()[-1])["seconds"]))
 
 
 def compile_times(venv: Path, runs: int, depths: list[int], unpatched: list[int]) -> list[dict[str, object]]:

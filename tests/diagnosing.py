@@ -17,11 +17,11 @@ TAG = "diagnose-cli"  # an argument that marks this suite's processes
 
 
 def diagnose_json(
-    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None
+    *args: str, user: list[str] | None = None, env: dict[str, str] | None = None, python: Path | None = None
 ) -> tuple[int, dict[str, Any], str]:
+    runner = str(python) if python else readable_python() if user else sys.executable
     done = subprocess.run(
-        [*(user or []), *((user and [readable_python()]) or [sys.executable]), "-m", "patcher", "diagnose",
-         *args, "--json"],
+        [*(user or []), runner, "-m", "patcher", "diagnose", *args, "--json"],
         capture_output=True, text=True, timeout=120, env=env,
     )  # fmt: skip
     assert done.stdout, done.stderr

@@ -169,10 +169,10 @@ def probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> 
     assert inductor.__file__ is not None
     env = dict(os.environ, PYTHONPATH=str(Path(coverage.__file__).parent.parent), TMPDIR=str(cwd))
     env |= {"TORCHINDUCTOR_CACHE_DIR": str(cwd / "inductor"), "TRITON_CACHE_DIR": str(cwd / "triton")}
+    env |= {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
     done = subprocess.run(
-        [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__,
-         json.dumps(params)],
-        capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
+        [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__],
+        input=json.dumps(params), capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])

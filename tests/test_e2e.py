@@ -8,10 +8,12 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
 from patcher.install import runtime
+from patcher.target import inductor
 from tests import realdata
 from tests.conftest import need, torch_venv
 from tests.helpers import probe_under_coverage, venv_tool
@@ -32,7 +34,7 @@ def _pristine_sha(version: str) -> str:
 
 
 @pytest.mark.parametrize("version", ["2.10.0", "2.11.0", "2.12.1"])
-def test_real_torch_end_to_end(version: str) -> None:
+def test_real_torch_end_to_end(version: str, tmp_path: Path) -> None:
     venv = torch_venv(version)
     python = str(venv / "bin" / "python")
     code, report = venv_tool(venv, "revert")  # a previous, interrupted run may have left it patched
@@ -49,10 +51,11 @@ def test_real_torch_end_to_end(version: str) -> None:
     assert checks["not_formatted_when_filtered"] is False
     assert checks["info_text_identical"] and checks["error_carries_operator_text"]
 
-    before = runtime.probe(python, depth=DEEP, phases=("filtered",))
+    filtered: dict[str, object] = {"depth": DEEP, "phases": ["filtered"]}
+    before = probe_under_coverage(Path(python), filtered, tmp_path)
     assert before["error"] is None, before
     assert before["calls"]["filtered"] >= 1
-    assert before["runs"][0]["correct"] is True
+    assert before["checks"][0] == {"name": "compiled_result_correct", "passed": True, "detail": ANY}
 
     code, report = venv_tool(venv, "apply")
     assert code == 0 and report["changed"] is True and report["release"] == version, report
@@ -71,10 +74,10 @@ def test_real_torch_end_to_end(version: str) -> None:
         "error_carries_operator_text": True,
     }
 
-    after = runtime.probe(python, depth=DEEP, phases=("filtered",))
+    after = probe_under_coverage(Path(python), filtered, tmp_path)
     assert after["error"] is None, after
     assert after["calls"]["filtered"] == 0
-    assert after["runs"][0]["correct"] is True
+    assert after["checks"][0] == {"name": "compiled_result_correct", "passed": True, "detail": ANY}
 
     code, report = venv_tool(venv, "revert")
     assert code == 0 and report["changed"] is True, report
@@ -96,7 +99,7 @@ def test_real_torch_2_13_is_natively_lazy() -> None:
 def test_runtime_check_reports_an_interpreter_without_torch(tmp_path: Path) -> None:
     venv = tmp_path / "no-torch"
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)], check=True)
-    result = runtime.probe(str(venv / "bin" / "python"), phases=("filtered",))
+    result = runtime.probe(str(venv / "bin" / "python"))
     assert result["error"] is not None and "import torch failed" in result["error"]
 
 
@@ -144,7 +147,7 @@ def test_runtime_check_without_importable_torch_is_an_environment_error(tmp_path
 
 def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
     python = torch_venv("2.13.0") / "bin" / "python"
-    params: dict[str, object] = {"depth": 4, "phases": list(runtime.PHASES), "repeat": 1, "warmup": True}
+    params: dict[str, object] = {"depth": 4, "phases": list(inductor.PHASES)}
     result = probe_under_coverage(python, params, tmp_path)
     assert result["error"] is None, result
     assert [c["name"] for c in result["checks"]] == [

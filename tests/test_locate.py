@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from patcher.install import definitions, locate
+from patcher.install import definitions, interpreter, locate
 from tests import realdata
 from tests.conftest import need, need_other_python, snapshot
 from tests.helpers import check_pyc, make_pyc
@@ -113,7 +113,7 @@ def test_a_torch_dir_is_owned_by_the_interpreter_beside_it(
     torch_dir = _tree(_purelib(venv / "bin" / "python"))
     target = locate.locate(None, str(torch_dir), definitions.load())
     assert (target.owner, target.torch_path_entry) == (python, str(torch_dir.parent))
-    assert target.interpreter.executable == python and not target.interpreter.in_process
+    assert target.interpreter.executable == python and not interpreter.in_process(python)
 
     # The owner, not the runner, rebuilds graph.py's bytecode: its cache tag, its magic number.
     graph = torch_dir / "_inductor" / "graph.py"
@@ -129,7 +129,10 @@ def test_a_bare_tree_has_no_owner_and_is_checked_on_its_bytes(tmp_path: Path) ->
     torch_dir = _tree(tmp_path / "site")
     target = locate.locate(None, str(torch_dir), definitions.load())
     assert (target.owner, target.torch_path_entry) == (None, None)
-    assert target.interpreter.in_process and target.interpreter.executable == sys.executable
+    assert (
+        interpreter.in_process(target.interpreter.executable)
+        and target.interpreter.executable == sys.executable
+    )
 
 
 def _tool(python: Path, *args: str, env: dict[str, str], cwd: Path) -> dict[str, Any]:

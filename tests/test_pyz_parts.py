@@ -53,14 +53,17 @@ def test_a_module_without_a_file_runs_in_another_interpreter_from_its_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     archive = _zipped_package(
-        tmp_path, {"zipped_probe.py": "import sys\nprint('from', __name__, sys.argv[1:])\n"}
+        tmp_path,
+        {
+            "zipped_probe.py": "import sys\nif __name__ == '__main__':\n    print('from', __name__, sys.stdin.read())\n"
+        },
     )
     monkeypatch.syspath_prepend(str(archive))
     module = importlib.import_module("zipped_probe")
     try:
         assert not Path(module.__file__ or "").is_file()
-        done = interpreter.run_module(sys.executable, module, "say hello", ["a", "b"])
-        assert (done.returncode, done.stdout) == (0, "from __main__ ['a', 'b']\n"), done.stderr
+        done = interpreter.run_module(sys.executable, module, "say hello", "a b")
+        assert (done.returncode, done.stdout) == (0, "from __main__ a b\n"), done.stderr
     finally:
         del sys.modules["zipped_probe"]
 

@@ -28,8 +28,6 @@ class Interpreter(NamedTuple):
     version: str
     cache_tag: str | None
     pycache_prefix: str | None
-    in_process: bool = False
-    prefix: str = ""
     path: tuple[str, ...] = ()  # sys.path as it starts, without its launch entry
     externally_managed: bool = False  # PEP 668 (a venv never is)
     has_pip: bool | None = None  # whether it can `import pip` (None: not looked for)
@@ -98,7 +96,7 @@ class Snapshot(NamedTuple):
     undo_raw: bytes | None
     pycs: tuple[Pyc, ...]
     own_tag: str | None
-    source_hash: str | None  # the target interpreter's hash of graph.py, when a hash-based pyc needs it
+    source_hashes: dict[bytes, str]  # graph.py's hash under each hash-based own pyc's magic number
     leftovers: tuple[Path, ...]
     site: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
 
@@ -111,7 +109,9 @@ class Snapshot(NamedTuple):
 
     def stale_pycs(self) -> list[Pyc]:
         mtime = self.graph_stat.mtime_ns / 1e9
-        return [p for p in self.own_pycs() if stale(p, self.graph, mtime, self.source_hash)]
+        return [
+            p for p in self.own_pycs() if stale(p, self.graph, mtime, self.source_hashes.get(p.header[:4]))
+        ]
 
 
 def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:

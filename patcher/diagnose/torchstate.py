@@ -36,8 +36,7 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
         version=".".join(map(str, sys.version_info[:3])),
         cache_tag=cache_tag(process.torch_dir),
         pycache_prefix=process.pycache_prefix,
-        in_process=True,  # nothing is compiled: only a hash-based pyc's source hash, here
-    )
+    )  # nothing is compiled: a hash-based pyc's source hash is computed here, with its own magic number
     return Target(
         interpreter=reader,
         torch_dir=directory,

@@ -8,7 +8,9 @@ runs the module's file as __main__. So the tool's own files and working director
 is found, and however the interpreter's path is spelled, the answer is the same.
 
 When the target is the interpreter running torch-lazylog and it started plainly (no -I, -E, -s, -S),
-the modules are called in-process on sys.path less its launch entry: no second interpreter starts.
+and the call needs no environment of its own, the module's `run` is called in-process on sys.path
+less its launch entry: no second interpreter starts, and it sees what a second one would. `call` is
+the one place that decides; every target module takes a JSON request and gives a JSON answer.
 """
 
 from __future__ import annotations
@@ -71,12 +73,44 @@ def in_process(python: str | None) -> bool:
     return is_running(python) and started_plainly()
 
 
+def call(
+    python: str | None,
+    module: ModuleType,
+    request: dict[str, object],
+    what: str,
+    timeout: float = 300,
+    env: dict[str, str] | None = None,
+) -> dict[str, object]:
+    """`module.run(request)` in `python` (None: this tool's own), here or in a new process (above)."""
+    if env is None and in_process(python):
+        from patcher.target import interp
+
+        saved = sys.path[:]
+        sys.path[:] = interp.without_launch_entry(sys.path, bool(getattr(sys.flags, "safe_path", False)))
+        try:
+            answer: dict[str, object] = module.run(request)
+            return answer
+        finally:
+            sys.path[:] = saved
+    executable = python or sys.executable
+    done = run_module(executable, module, what, stdin=json.dumps(request), timeout=timeout, env=env)
+    try:
+        answer = json.loads(output(executable, done, what))
+        assert isinstance(answer, dict)
+        return answer
+    except (ValueError, AssertionError) as exc:
+        raise environment(
+            f"Expected {executable} to be a Python 3 interpreter that can {what}, but it printed "
+            "something else",
+            _WORKING_PYTHON,
+        ) from exc
+
+
 def run_module(
     python: str,
     module: ModuleType,
     what: str,
-    args: list[str] | None = None,
-    stdin: str | None = None,
+    stdin: str,
     timeout: float = 300,
     **kwargs: object,
 ) -> subprocess.CompletedProcess[str]:
@@ -85,11 +119,11 @@ def run_module(
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed
 
-    command = [python, "-B", "-c", *_launch(module), *(args or [])]
+    command = [python, "-B", "-c", *_launch(module)]
     try:
         return subprocess.run(  # type: ignore[call-overload, no-any-return]
             command,
-            input=stdin or "",  # never this process's stdin (PYTHONINSPECT would wait on it)
+            input=stdin,  # never this process's stdin (PYTHONINSPECT would wait on it)
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -139,41 +173,21 @@ def output(python: str, done: subprocess.CompletedProcess[str], what: str) -> st
     return lines[-1] if lines else ""
 
 
-def _info(python: str | None, find_torch: bool) -> dict[str, object]:
-    from patcher.target import interp
-
-    if in_process(python):
-        path = interp.without_launch_entry(sys.path, bool(getattr(sys.flags, "safe_path", False)))
-        return dict(interp.info(find_torch, path))
-    executable = python or sys.executable
-    what = "report where its torch is"
-    done = run_module(executable, interp, what, ["--find-torch"] if find_torch else [])
-    try:
-        info = json.loads(output(executable, done, what))
-        assert isinstance(info, dict)
-        return info
-    except (ValueError, AssertionError) as exc:
-        raise environment(
-            f"Expected {executable} to be a Python 3 interpreter, but it printed something else",
-            _WORKING_PYTHON,
-        ) from exc
-
-
 def _text(value: object) -> str | None:
     return None if value is None else str(value)
 
 
 def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
-    info = _info(python, find_torch)
+    from patcher.target import interp
+
+    info = call(python, interp, {"find_torch": find_torch}, "report where its torch is")
     path, pip = info.get("path"), info.get("pip")
     interpreter = Interpreter(
         executable=str(info["executable"] or python or sys.executable),
         version=str(info["version"]),
         cache_tag=_text(info["cache_tag"]),
         pycache_prefix=_text(info["pycache_prefix"]),
-        in_process=in_process(python),
-        prefix=str(info.get("prefix") or ""),
         path=tuple(str(p) for p in path) if isinstance(path, list) else (),
         externally_managed=info.get("externally_managed") is True,
         has_pip=pip if isinstance(pip, bool) else None,

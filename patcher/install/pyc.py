@@ -7,11 +7,14 @@ A pyc for another interpreter's cache tag is removed: Python rebuilds it from so
 
 from __future__ import annotations
 
+import _imp
 import os
+import sys
 from pathlib import Path
 
+from patcher.core.hashes import siphash
 from patcher.core.installed import Interpreter, Mode, Pyc
-from patcher.install.interpreter import output, run_module
+from patcher.install.interpreter import call
 
 
 def _named(name: str, stem: str) -> tuple[str, int] | None:
@@ -67,10 +70,9 @@ def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:
 
 def compile_for(
     interpreter: Interpreter, pycs: list[Pyc], source: bytes, dfile: Path, mtime_ns: int
-) -> tuple[list[bytes], str]:
-    """New bytes for each pyc (all of the interpreter's tag), and the source hash it computes."""
+) -> list[bytes]:
+    """New bytes for each pyc (all of the interpreter's tag), compiled by that interpreter."""
     import base64  # only when bytecode is written
-    import json
 
     from patcher.target import bytecode
 
@@ -80,16 +82,17 @@ def compile_for(
         "mtime": mtime_ns // 1_000_000_000,
         "pycs": [{"optimize": p.optimize, "mode": p.mode} for p in pycs],
     }
-    if interpreter.in_process:
-        out = bytecode.build(request)
-    else:
-        what = "compile graph.py"
-        done = run_module(interpreter.executable, bytecode, what, stdin=json.dumps(request))
-        out = json.loads(output(interpreter.executable, done, what))
-    built = out["pycs"]
+    built = call(interpreter.executable, bytecode, request, "compile graph.py")["pycs"]
     assert isinstance(built, list)
-    return [base64.b64decode(p) for p in built], str(out["source_hash"])
+    return [base64.b64decode(p) for p in built]
 
 
-def source_hash(interpreter: Interpreter, source: bytes) -> str:
-    return compile_for(interpreter, [], source, Path("graph.py"), 0)[1]
+def source_hash(magic: bytes, source: bytes) -> str:
+    """`source`'s hash as the Python that wrote a hash-based pyc with this magic number computes it
+    (PEP 552: keyed by that number), whichever Python reads it: this Python's own function when it
+    hashes the same way (SipHash-1-3 from 3.11, magic 3450, on; SipHash-2-4 before), else the other."""
+    key = int.from_bytes(magic, "little")
+    newer = int.from_bytes(magic[:2], "little") >= 3450
+    if newer == (sys.version_info >= (3, 11)):
+        return _imp.source_hash(key, source).hex()
+    return siphash(key, source, *((1, 3) if newer else (2, 4))).to_bytes(8, "little").hex()

@@ -8,50 +8,32 @@ running (TORCH_COMPILE_DISABLE=1, ...) is an environment error naming why, never
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
+import typing
 from typing import TypedDict
 
 from patcher.core.errors import ExitCode, Hint, LazylogError, Pass, Torch, environment
 from patcher.core.installed import Target
 from patcher.core.report import JsonValue, Report
-from patcher.install.interpreter import run_module
+from patcher.install.interpreter import call
 
-DEFAULT_DEPTH = 8
-PHASES = ("filtered", "info", "error")
-
-
-class ProbeRun(TypedDict):
-    seconds: float
-    calls: int
-    correct: bool
+DEPTH = 8
 
 
 class ProbeResult(TypedDict, total=False):
-    """What patcher.target.inductor prints."""
+    """What patcher.target.inductor answers."""
 
     checks: list[dict[str, JsonValue]]
     error: str | None
     unable: str | None  # why the checks could not exercise Inductor's path in this environment
     calls: dict[str, int]
-    compile_s: dict[str, float]
-    runs: list[ProbeRun]
     torch_version: str
     graph_py: str
 
 
-def probe(
-    python: str,
-    depth: int = DEFAULT_DEPTH,
-    phases: tuple[str, ...] = PHASES,
-    limit: bool = False,
-    repeat: int = 1,
-    warmup: bool = False,
-    expect_graph: str | None = None,
-    timeout: float = 1800,
-) -> ProbeResult:
+def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
     """Run the probe in `python` with a throw-away Inductor cache; return its JSON result."""
     from patcher.target import inductor
 
@@ -66,21 +48,17 @@ def probe(
     }
     for noisy in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(noisy, None)
-    params = {"depth": depth, "phases": list(phases), "limit": limit, "repeat": repeat, "warmup": warmup}
-    params |= {"expect_graph": expect_graph, "cwd": cache}  # started where the tool was: same sys.path
-    what = "run the runtime check"
+    request: dict[str, object] = {
+        "depth": DEPTH,
+        "phases": list(inductor.PHASES),
+        "expect_graph": expect_graph,
+    }
+    request["cwd"] = cache  # started where the tool was: the same sys.path
     try:
-        done = run_module(python, inductor, what, [json.dumps(params)], timeout=timeout, env=env)
+        answer = call(python, inductor, request, "run the runtime check", timeout=1800, env=env)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise environment(
-            f"Expected the runtime check to finish in {python}, but it exited with {done.returncode}: "
-            f"{done.stderr.strip()[-800:]}"
-        )
-    result: ProbeResult = json.loads(lines[-1])
-    return result
+    return typing.cast(ProbeResult, answer)
 
 
 def _not_run(report: Report, why: str, static: str) -> LazylogError:
@@ -118,12 +96,12 @@ def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, st
     return message, state
 
 
-def run(target: Target, report: Report, static: str, depth: int = DEFAULT_DEPTH) -> Report:
+def run(target: Target, report: Report, static: str) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
     the static report's state and torch, as read."""
     try:
-        return _run(target, report, static, depth)
+        return _run(target, report, static)
     except LazylogError as exc:
         if exc.state == "unknown":
             exc.state = report.state
@@ -132,10 +110,10 @@ def run(target: Target, report: Report, static: str, depth: int = DEFAULT_DEPTH)
         raise
 
 
-def _run(target: Target, report: Report, static: str, depth: int) -> Report:
+def _run(target: Target, report: Report, static: str) -> Report:
     if target.owner is None:  # a tree no interpreter owns: the tool's own Python is not its server's
         raise _needs_python(target, report, static)
-    result = probe(target.interpreter.executable, depth=depth, expect_graph=str(target.graph))
+    result = probe(target.interpreter.executable, expect_graph=str(target.graph))
     if result["error"]:
         raise environment(
             f"Expected torch to import and compile on the CPU for the runtime check, but {result['error']}. "

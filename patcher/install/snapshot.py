@@ -53,9 +53,9 @@ def _undo(target: Target, spec: PatchSpec, has_record: bool) -> tuple[UndoRecord
         return None, None
     except OSError as exc:
         raise environment(f"Could not read the undo record {target.undo_path}: {exc.strerror}") from exc
-    record_path = f"{target.dist_info.name}/RECORD" if target.dist_info and has_record else None
+    record_row = f"{target.dist_info.name}/RECORD" if target.dist_info and has_record else None
     try:
-        return UndoRecord.parse(raw, spec.id, spec.record_path, record_path), raw
+        return UndoRecord.parse(raw, spec.id, spec.graph_row, record_row), raw
     except ValueError:  # a record that does not parse proves nothing either: decided from the bytes
         return None, raw
 
@@ -76,8 +76,7 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
     prefix = target.interpreter.pycache_prefix
     pycs = pyc.find(target.graph, prefix)
     own_tag = target.interpreter.cache_tag
-    needs_hash = any(p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash") for p in pycs)
-    digest = pyc.source_hash(target.interpreter, graph) if needs_hash else None
+    magics = {p.header[:4] for p in pycs if p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash")}
     undo, undo_raw = _undo(target, spec, record is not None)
     dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
     return Snapshot(
@@ -89,7 +88,7 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
         undo_raw=undo_raw,
         pycs=tuple(pycs),
         own_tag=own_tag,
-        source_hash=digest,
+        source_hashes={magic: pyc.source_hash(magic, graph) for magic in magics},
         leftovers=tuple(lock.leftovers(dirs)),
         site=str(target.dist_info.parent) if target.dist_info else "",
     )

@@ -25,20 +25,16 @@ def pyc(source: bytes, dfile: str, mode: str, optimize: int, mtime: int) -> byte
     return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + check + marshal.dumps(code)
 
 
-def build(request: dict[str, object]) -> dict[str, object]:
-    """{"data": b64 source, "dfile", "mtime", "pycs": [{"mode", "optimize"}]} -> pycs and source hash."""
+def run(request: dict[str, object]) -> dict[str, object]:
+    """{"data": b64 source, "dfile", "mtime", "pycs": [{"mode", "optimize"}]} -> the pycs, in order."""
     data = base64.b64decode(str(request["data"]))
     items = request["pycs"]
     assert isinstance(items, list)
     mtime = request["mtime"]
     assert isinstance(mtime, int)
     built = [pyc(data, str(request["dfile"]), item["mode"], item["optimize"], mtime) for item in items]
-    return {
-        "cache_tag": sys.implementation.cache_tag,
-        "source_hash": importlib.util.source_hash(data).hex(),
-        "pycs": [base64.b64encode(item).decode("ascii") for item in built],
-    }
+    return {"pycs": [base64.b64encode(item).decode("ascii") for item in built]}
 
 
 if __name__ == "__main__":
-    json.dump(build(json.load(sys.stdin)), sys.stdout)
+    json.dump(run(json.load(sys.stdin)), sys.stdout)

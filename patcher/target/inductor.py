@@ -25,10 +25,11 @@ from typing import Any
 
 Check = dict[str, object]
 LINE = "Creating implicit fallback for:"
+PHASES = ("filtered", "info", "error")
 
 
 class Probe:
-    def __init__(self, torch: Any, operator_issue: Any, graph: Any, limit: bool) -> None:
+    def __init__(self, torch: Any, operator_issue: Any, graph: Any) -> None:
         self.torch = torch
         self.texts: list[tuple[str, str]] = []
         self.checks: list[Check] = []
@@ -36,7 +37,7 @@ class Probe:
         real: Callable[[object, object, object], str] = operator_issue.operator_str
 
         def counting(target: object, args: object, kwargs: object) -> str:
-            text = "" if limit else real(target, args, kwargs)
+            text = real(target, args, kwargs)
             self.texts.append((str(target), text))
             return text
 
@@ -131,20 +132,11 @@ NOT_REACHED = (
 
 def filtered(probe: Probe, params: dict[str, Any], out: dict[str, Any]) -> None:
     logging.getLogger("torch._inductor.graph").setLevel(logging.WARNING)
-    if params.get("warmup"):
-        probe.compile_and_run(1, "w")  # first-compile costs (imports, caches) out of the timed runs
-    runs = []
-    for index in range(params.get("repeat", 1)):
-        seconds, same = probe.compile_and_run(params["depth"], f"f{index}")
-        runs.append({"seconds": seconds, "calls": len(probe.calls_for(f"f{index}")), "correct": same})
-    calls = sum(int(run["calls"]) for run in runs)
-    correct = all(run["correct"] for run in runs)
-    out["runs"] = runs
-    if not all(probe.reached(f"f{index}") for index in range(len(runs))):  # pragma: no cover - NOT_REACHED
+    _, correct = probe.compile_and_run(params["depth"], "f")
+    if not probe.reached("f"):  # pragma: no cover - NOT_REACHED
         out["unable"] = NOT_REACHED
         return
-    out["calls"]["filtered"] = calls
-    out["compile_s"]["filtered"] = runs[0]["seconds"]
+    calls = out["calls"]["filtered"] = len(probe.calls_for("f"))
     verdict = "matches" if correct else "differs from"
     probe.check("compiled_result_correct", correct, f"compiled output {verdict} the eager output")
     probe.check(
@@ -225,8 +217,9 @@ def run_phases(probe: Probe, params: dict[str, Any], config: Any, out: dict[str,
     out["checks"] = probe.checks
 
 
-def main(params: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"checks": [], "error": None, "unable": None, "calls": {}, "compile_s": {}}
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    """{"depth", "phases", "expect_graph", "cwd"} -> the checks, or why they could not run."""
+    out: dict[str, Any] = {"checks": [], "error": None, "unable": None, "calls": {}}
     if params.get("cwd"):  # sys.path was built from the launch's directory; compile somewhere harmless
         os.chdir(params["cwd"])
     try:
@@ -245,12 +238,10 @@ def main(params: dict[str, Any]) -> dict[str, Any]:
         return out  # another torch than the one pointed at: say so before compiling anything
     out["unable"] = switched_off(torch)
     if out["unable"] is None:
-        run_phases(
-            Probe(torch, OperatorIssue, inductor_graph, bool(params.get("limit"))), params, config, out
-        )
+        run_phases(Probe(torch, OperatorIssue, inductor_graph), params, config, out)
     return out
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(json.loads(sys.argv[1]))))
+    print(json.dumps(run(json.load(sys.stdin))))
     sys.exit(0)

@@ -19,7 +19,6 @@ class Info(TypedDict):
     version: str
     cache_tag: str | None
     pycache_prefix: str | None
-    prefix: str
     path: list[str]
     torch_dir: str | None
     torch_path_entry: str | None
@@ -64,15 +63,15 @@ def _find_torch(path: list[str], found: Info) -> None:
         found["torch_path_entry"] = path_entry(torch_dir, path)
 
 
-def info(find_torch: bool, path: list[str] | None = None) -> Info:
-    """This interpreter's facts; `path` defaults to sys.path (already without the launch entry)."""
-    search = list(sys.path if path is None else path)
+def run(request: dict[str, object]) -> Info:
+    """This interpreter's facts, sys.path being already without the launch entry; with "find_torch",
+    where `import torch` would come from."""
+    search = list(sys.path)
     found: Info = {
         "executable": sys.executable,
         "version": "{}.{}.{}".format(*sys.version_info[:3]),
         "cache_tag": sys.implementation.cache_tag,
         "pycache_prefix": sys.pycache_prefix,
-        "prefix": sys.prefix,
         "path": search,
         "torch_dir": None,
         "torch_path_entry": None,
@@ -82,10 +81,10 @@ def info(find_torch: bool, path: list[str] | None = None) -> Info:
         and os.path.isfile(os.path.join(os.path.dirname(os.__file__), "EXTERNALLY-MANAGED")),
         "pip": None,
     }
-    if find_torch:
+    if request.get("find_torch"):
         _find_torch(search, found)
     return found
 
 
 if __name__ == "__main__":
-    print(json.dumps(info(sys.argv[1:] == ["--find-torch"])))
+    print(json.dumps(run(json.load(sys.stdin))))

@@ -146,7 +146,7 @@ def applied(
 
 
 def interpreter() -> Interpreter:
-    return Interpreter("/nonexistent/python", platform.python_version(), TAG, None, True)
+    return Interpreter("/nonexistent/python", platform.python_version(), TAG, None)
 
 
 def target() -> Target:
@@ -188,7 +188,7 @@ def snap(
         except ValueError:
             parsed = None
     rec_stat = record_stat if rec is not None else None
-    return Snapshot(graph, stat, rec, rec_stat, parsed, undo, pycs, TAG, None, ())
+    return Snapshot(graph, stat, rec, rec_stat, parsed, undo, pycs, TAG, {}, ())
 
 
 def forged(undo: bytes, claimed: bytes, instead: bytes) -> bytes:
