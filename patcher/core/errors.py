@@ -9,6 +9,7 @@ from typing import Literal, NamedTuple
 class ExitCode(enum.IntEnum):
     OK = 0  # apply: patched now, already patched, natively lazy; verify: lazy; revert: done or nothing to do
     EAGER = 1  # verify: the installed torch still formats the text eagerly (or is inconsistent)
+    DIFFERS = 1  # fingerprint --check: the releases table differs from the shipped one (EAGER's code)
     USAGE = 2  # bad command line (click's own code)
     REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
     ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
@@ -143,14 +144,14 @@ class Support(NamedTuple):
     """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
     each with its reason: a refusal's --verbose line and JSON `support`."""
 
-    patched: tuple[str, ...]
+    eager: tuple[str, ...]  # the releases with the eager call: the ones this tool patches
     native: tuple[str, ...]
     refused: tuple[tuple[str, str], ...]  # (series, why)
 
     def text(self) -> str:
         refused = " and ".join(f"{series} ({why})" for series, why in self.refused)
         return (
-            f"torch-lazylog patches {', '.join(self.patched)}, knows {', '.join(self.native)} as "
+            f"torch-lazylog patches {', '.join(self.eager)}, knows {', '.join(self.native)} as "
             f"natively lazy, and refuses {refused}"
         )
 

@@ -93,7 +93,7 @@ def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
     when RECORD names its original or lists the undo record (only an apply leaves either)."""
     if known.kind in ("eager", "unknown") or known.match == "exact":
         return known.kind  # exact patched bytes: no release ships them, only patching one gives them
-    named = original is not None and record.names(snap.record, spec.graph_row, original, snap.site)
+    named = original is not None and record.names(snap.record, spec.graph_row, original, snap.record_base)
     return "patched" if listed or named else "native"
 
 
@@ -104,13 +104,13 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     listed = (
         undo_row is not None
         and snap.record is not None
-        and bool(record.rows(snap.record, undo_row, snap.site))
+        and bool(record.rows(snap.record, undo_row, snap.record_base))
     )
     kind = _kind(snap, spec, known, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
     stale = snap.stale_pycs()
-    row = record.fit(snap.record, spec.graph_row, snap.graph, snap.site)
+    row = record.fit(snap.record, spec.graph_row, snap.graph, snap.record_base)
     if row in ("missing", "duplicate"):
         raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
     facts = Facts(
@@ -118,9 +118,9 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
         fit=fit,
         row=row,
         row_names_original=original is not None
-        and record.names(snap.record, spec.graph_row, original, snap.site),
+        and record.names(snap.record, spec.graph_row, original, snap.record_base),
         row_names_patched=patched is not None
-        and record.names(snap.record, spec.graph_row, patched, snap.site),
+        and record.names(snap.record, spec.graph_row, patched, snap.record_base),
         stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
         stale_pycs=len(stale),
     )

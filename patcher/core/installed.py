@@ -98,7 +98,7 @@ class Snapshot(NamedTuple):
     own_tag: str | None
     source_hashes: dict[bytes, str]  # graph.py's hash under each hash-based own pyc's magic number
     leftovers: tuple[Path, ...]
-    site: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
+    record_base: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
 
     @property
     def sha256(self) -> str:

@@ -205,9 +205,9 @@ REFUSED_SERIES: dict[str, str] = {
 
 def support(spec: PatchSpec) -> Support:
     """Every release the table knows, and the refused series: for --verbose and JSON."""
-    patched, native = spec.releases.versions("eager"), spec.releases.versions("native")
+    eager, native = spec.releases.versions("eager"), spec.releases.versions("native")
     refused = tuple((f"{series}.x", why) for series, why in REFUSED_SERIES.items())
-    return Support(tuple(patched), tuple(native), refused)
+    return Support(tuple(eager), tuple(native), refused)
 
 
 def refused_series(version: str | None) -> str | None:
@@ -226,8 +226,8 @@ def refused_release(version: str | None, torch_dir: Path, series: str) -> str:
 def upgrade(support: Support) -> str:
     """What a refused release's user can do: only a person can choose the torch to upgrade to."""
     return (
-        f"upgrade torch to a release torch-lazylog patches ({support.patched[0]} to "
-        f"{support.patched[-1]}), or to {support.native[0]} or later, which is lazy as released "
+        f"upgrade torch to a release torch-lazylog patches ({support.eager[0]} to "
+        f"{support.eager[-1]}), or to {support.native[0]} or later, which is lazy as released "
         "(docs/releases.md)"
     )
 

@@ -121,15 +121,15 @@ def _record_after(
     back = change.edit.inverted() if change is not None else None
     if change and back and sha256(snap.record) == change.after.sha256 and back.applies_to(snap.record):
         candidate = back.apply(snap.record)
-        ours = _only_rows(change.edit.new, (spec.graph_row, undo_row), snap.site) and _only_rows(
-            change.edit.old, (spec.graph_row,), snap.site
+        ours = _only_rows(change.edit.new, (spec.graph_row, undo_row), snap.record_base) and _only_rows(
+            change.edit.old, (spec.graph_row,), snap.record_base
         )
-        gone = not record.rows(candidate, undo_row, snap.site)
+        gone = not record.rows(candidate, undo_row, snap.record_base)
         if ours and sha256(candidate) == change.before.sha256 and gone:
             kept = plausible(change, None)
             return candidate, (change.mode if kept else None), (change.mtime_ns if kept else None)
     add, drop = (undo_row, None) if end.undo is not None else (None, undo_row)
-    return record.pointed(snap.record, spec.graph_row, end.graph, add, drop, snap.site), None, None
+    return record.pointed(snap.record, spec.graph_row, end.graph, add, drop, snap.record_base), None, None
 
 
 def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:

@@ -56,4 +56,4 @@ class Report(NamedTuple):
 
 def _support(support: Support) -> dict[str, JsonValue]:
     refused: dict[str, JsonValue] = {series: why for series, why in support.refused}
-    return {"patched": list(support.patched), "native": list(support.native), "refused": refused}
+    return {"patched": list(support.eager), "native": list(support.native), "refused": refused}

@@ -106,7 +106,7 @@ def command(
         shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
         if shipped != text:
             message = "The shipped releases table differs from the one these wheels give"
-            return Report("fingerprint", "unknown", False, message, ExitCode.EAGER), None
+            return Report("fingerprint", "unknown", False, message, ExitCode.DIFFERS), None
         return Report(
             "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
         ), None

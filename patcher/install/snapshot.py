@@ -90,5 +90,5 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
         own_tag=own_tag,
         source_hashes={magic: pyc.source_hash(magic, graph) for magic in magics},
         leftovers=tuple(lock.leftovers(dirs)),
-        site=str(target.dist_info.parent) if target.dist_info else "",
+        record_base=str(target.dist_info.parent) if target.dist_info else "",
     )

@@ -415,7 +415,7 @@ def test_a_recorded_record_edit_that_removed_a_row_is_not_replayed(spec: PatchSp
 
 
 # graph.py's row spelled absolute (the spec allows it), written out here: the plan must find it from
-# the dist-info's directory (`Snapshot.site`) and keep its spelling.
+# the dist-info's directory (`Snapshot.record_base`) and keep its spelling.
 _ABS = f"{world.SITE}/{world.ROW}"
 
 
@@ -431,7 +431,7 @@ def _record_write(planned: plan.Plan) -> Write:
 
 def test_apply_keeps_an_absolute_graph_row_absolute(spec: PatchSpec) -> None:
     patched = SOURCE.replace(world.EAGER, world.LAZY)
-    snap = world.snap(SOURCE, _abs_record(SOURCE))._replace(site=str(world.SITE))
+    snap = world.snap(SOURCE, _abs_record(SOURCE))._replace(record_base=str(world.SITE))
     assert _record_write(_plan(spec, snap, "apply")).data == _abs_record(patched, f"{world.UNDO_ROW},,")
 
 
@@ -446,7 +446,7 @@ def _reverting(before: bytes) -> Snapshot:
         world.RECORD_ROW, before, after, offset, old, new, RECORD_STAT.mode, RECORD_STAT.mtime_ns
     )
     undone = world.undo_json(world.graph_change(SOURCE, patched), change)
-    return world.later(patched, after, undone)._replace(site=str(world.SITE))
+    return world.later(patched, after, undone)._replace(record_base=str(world.SITE))
 
 
 def test_revert_restores_a_record_with_an_absolute_row_byte_for_byte_with_its_mode_and_mtime(
