@@ -1,4 +1,4 @@
-from patcher.cli.app import main
+from patcher.cli import main
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import patcher
+from patcher.core.errors import ExitCode
 from tests import realdata
 from tests.conftest import need, snapshot
 from tests.helpers import checkout_copy, readme_snippet
@@ -187,6 +189,45 @@ def test_installed_wheel_runs_apply_verify_revert(wheel: Path, tmp_path: Path) -
 
     assert [run("verify"), run("apply"), run("verify"), run("revert"), run("verify")] == [1, 0, 0, 0, 1]
     assert snapshot(torch_dir.parent) == pristine
+
+
+@pytest.fixture(scope="module")
+def without_dependencies(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The wheel installed with `pip install --no-deps` into a venv of its own: no click, no libcst."""
+    python = _venv(tmp_path_factory.mktemp("no-deps") / "venv")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        env=realdata.pip_env(),
+    )
+    return python
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(["torch-lazylog", "verify"], id="verify"),
+        pytest.param(["torch-lazylog", "apply"], id="apply"),
+        pytest.param(["torch-lazylog", "--help"], id="help"),
+        pytest.param(["python", "-m", "patcher", "verify"], id="python-m"),
+    ],
+)
+def test_a_wheel_installed_without_its_dependencies_says_so_in_one_sentence(
+    args: list[str], without_dependencies: Path, tmp_path: Path
+) -> None:
+    """The console script and `python -m patcher` answer with one sentence on stderr and exit 4
+    (ENVIRONMENT), never a traceback."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    python = without_dependencies
+    absent = subprocess.run([str(python), "-c", "import click"], capture_output=True, env=env, cwd=tmp_path)
+    assert absent.returncode == 1 and b"No module named 'click'" in absent.stderr
+    done = subprocess.run(
+        [str(python.parent / args[0]), *args[1:]], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    line = f"torch-lazylog: error: Expected click to parse `{args[-1]}`, but it is not installed for this Python."
+    assert (done.returncode, done.stdout) == (ExitCode.ENVIRONMENT, "")
+    assert done.stderr.startswith(line) and done.stderr.count("\n") == 1, done.stderr
 
 
 def _torch_files(venv: Path) -> dict[str, tuple[int, int, int]]:

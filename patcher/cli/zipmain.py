@@ -4,8 +4,9 @@ It must parse and run on a Python older than the tool supports (Debian bullseye'
 torch 2.4 to 2.8 have it): no syntax and no import of 3.10 here, so such a Python gets one sentence and
 exit 4 instead of a traceback from the first module that uses 3.10. On 3.10+ it puts the directory of
 libcst built for this Python (`pip install --target`) on the path when there is one, then hands over to
-click's command line (patcher.cli.app). libcst's parser is native code and cannot load from inside a zip: that directory is how
-the single file reads a graph.py that is not a known release's bytes.
+the command line (patcher.cli.main: click's, or a sentence where click is missing). libcst's parser is
+native code and cannot load from inside a zip: that directory is how the single file reads a graph.py
+that is not a known release's bytes.
 """
 
 import json
@@ -66,24 +67,9 @@ def main() -> None:
     libs = libs_dir(sys.argv[0])
     if os.path.isdir(libs):
         sys.path.append(libs)  # last: the zip's own modules and the image's packages come first
-    try:
-        from patcher.cli.app import main as app
-    except ModuleNotFoundError as exc:
-        if exc.name != "click":
-            raise
-        _without_click()
-    else:
-        app()
+    from patcher.cli import main as cli
 
-
-def _without_click() -> None:
-    """A file built without click (or a click that does not import here): one sentence, exit 4."""
-    from patcher.cli import command_word, commands
-    from patcher.core.errors import ExitCode, missing_dependency
-
-    text = missing_dependency("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-    report = commands.error_report(command_word(sys.argv[1:]), ExitCode.ENVIRONMENT, text, "unknown")
-    commands.finish(report, "--json" in sys.argv[1:])
+    cli()
 
 
 if __name__ == "__main__":  # pragma: no cover -- runs as the zip's copy, __main__.py
