@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from patcher.core.errors import ExitCode
+from patcher.core.errors import Advice, ExitCode
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
 
@@ -124,7 +124,7 @@ def test_the_run_reports_the_most_severe_code() -> None:
         _process(pid=7), LAZY, verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY)
     )
     report = render.report([lazy, eager], [])
-    assert report.code == 1 and report.next == "torch-lazylog apply --python /venv/bin/python"
+    assert report.code == 1 and report.next == Advice("torch-lazylog apply --python /venv/bin/python")
     assert report.message.count("PID ") == 2
     assert render.report([lazy], []).code == 0
 
@@ -135,7 +135,9 @@ def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
     program = "python3 -B /mnt/torch-lazylog.pyz"
     line = f"{program} apply --python /venv/bin/python"
     assert render.next_step(eager, program) == line
-    assert render.entry(eager, program)["next"] == line and render.report([eager], [], program).next == line
+    assert render.entry(eager, program)["next"] == line and render.report(
+        [eager], [], program
+    ).next == Advice(line)
 
 
 def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:

@@ -15,13 +15,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
 
 from patcher.core.errors import (
+    Advice,
     ExitCode,
     Install,
     Interrupted,
     LazylogError,
+    Next,
     Option,
     SingleFile,
-    Torch,
     Variable,
 )
 
@@ -85,23 +86,43 @@ class Given(NamedTuple):
     torch_dir: str | None = None
     from_env: Mapping[str, str] = MappingProxyType({})
 
-    def command(self, step: str | None, install: Install | None = None) -> str | None:
-        """The next step as a command line to run as it is (or, for a reinstall no command can
-        name, what to do instead)."""
-        if step is None:
-            return None
+    def command(self, step: Next | None, target: Target | None = None) -> str | None:
+        """The next step as a command line to run as it is, or, for a reinstall no command can name
+        or a person's step, what to do instead. `target`: the torch a reinstall is of, when located."""
+        if step is None or isinstance(step, Advice):
+            return step.text if step else None
         if step == "reinstall":
             from patcher.cli.advice import Layout, reinstall
 
-            install = install or Install()
+            install = Install()
+            if target is not None:
+                from patcher.install.reading import install_of
+
+                install = install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
             quoted = _quote(python) if python else None
             import shutil  # only for advice
 
             layout = Layout(install.managed, install.pip is not False, bool(shutil.which("uv")))
             return reinstall(quoted, install.dist_version, install.vendor, install.installer, layout)
+        return f"{program()} {step}" + self.options()
+
+    def options(self) -> str:
+        """The target options as given, to repeat after a command."""
         options = (("--python", self.python), ("--torch-dir", self.torch_dir))
-        return f"{program()} {step}" + "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
+        return "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
+
+    def variables(self) -> tuple[Variable, ...]:
+        """The target options whose value came from their environment variable, as errors name them."""
+        options: tuple[tuple[Option, str | None], ...] = (
+            ("--python", self.python),
+            ("--torch-dir", self.torch_dir),
+        )
+        return tuple(
+            Variable(option, self.from_env[option], _quote(value))
+            for option, value in options
+            if option in self.from_env and value is not None
+        )
 
 
 def caught(
@@ -111,17 +132,22 @@ def caught(
     work: Callable[[], T],
     given: Given | None = None,
     extra: dict[str, JsonValue] | None = None,
+    located: list[Target] | None = None,
 ) -> T:
-    """Run one command; the single place where errors are caught and turned into an exit code."""
+    """Run one command; the single place where errors are caught and turned into an exit code.
+    `located`: the torch the command located, if it got that far (an error is then about it)."""
     try:
         return work()
     except LazylogError as exc:
         if verbose:
             _traceback()
-        error = error_report(command, exc.code, exc.text(_single_file(), verbose), exc.state, exc.torch)
-        step = (given or Given()).command(exc.next, exc.install) or exc.advice
-        error = error._replace(next=step, diff=exc.diff, support=exc.support)
-        finish(error, as_json, extra, exc.next == "reinstall")
+        given, target = given or Given(), located[0] if located else None
+        variables = given.variables() if target is None else ()  # an error about the values given
+        text = exc.text(_single_file(), verbose, variables)
+        error = error_report(command, exc.code, text, exc.state, target)
+        finish(
+            error._replace(next=exc.next, diff=exc.diff, support=exc.support), as_json, extra, given, target
+        )
     except Interrupted as exc:
         finish(interrupted(command, exc.signum), as_json, extra)
     except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
@@ -149,18 +175,19 @@ def _single_file() -> SingleFile | None:
 
 
 def error_report(
-    command: str, code: ExitCode, message: str, state: str, torch: Torch | None = None
+    command: str, code: ExitCode, message: str, state: str, target: Target | None = None
 ) -> Report:
     from patcher.core.report import Report
 
-    version, torch_dir, graph_py, undo_record = torch or (None, None, None, None)
+    where = (str(target.torch_dir), str(target.graph), str(target.undo_path)) if target else (None,) * 3
+    torch_dir, graph_py, undo_record = where
     return Report(
         command,
         state,
         False,
         message,
         code,
-        torch_version=version,
+        torch_version=target.torch_version if target else None,
         torch_dir=torch_dir,
         graph_py=graph_py,
         undo_record=undo_record,
@@ -174,16 +201,17 @@ def _traceback() -> None:
 
 
 def _render(
-    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, reinstall: bool
+    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, next: str | None
 ) -> tuple[str, str]:
     """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones;
-    `reinstall`: the next step is the advice to reinstall torch, not a command of this tool."""
+    `next`: the next step as a line (for "reinstall", the advice to reinstall torch, not a command of
+    this tool)."""
     if as_json:
-        return json.dumps(report.to_json() | (extra or {}), indent=2) + "\n", ""
+        return json.dumps(report.to_json(next) | (extra or {}), indent=2) + "\n", ""
     text = report.message
-    if report.next:
-        only = "Only a reinstall of torch can fix this" if reinstall else "Next"
-        text += f"\n{only}: {report.next}"
+    if next:
+        only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
+        text += f"\n{only}: {next}"
     diff = report.diff or ""
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
         return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
@@ -191,13 +219,18 @@ def _render(
 
 
 def finish(
-    report: Report, as_json: bool, extra: dict[str, JsonValue] | None = None, reinstall: bool = False
+    report: Report,
+    as_json: bool,
+    extra: dict[str, JsonValue] | None = None,
+    given: Given | None = None,
+    target: Target | None = None,
 ) -> NoReturn:
-    """Print a result or an error the same way: one JSON shape, or the sentence and the next step.
-    A closed or full stdout is exit 5 (OUTPUT), never the command's own code."""
+    """Print a result or an error the same way: one JSON shape, or the sentence and the next step
+    (rendered with the options `given`, for the `target` located). A closed or full stdout is exit 5
+    (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json, extra, reinstall)
+    out, err = _render(report, as_json, extra, (given or Given()).command(report.next, target))
     try:
         if err:
             _write(sys.stderr, err)
@@ -229,26 +262,21 @@ def _silence() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _emit(command: str, as_json: bool, verbose: bool, work: Callable[[], Report], given: Given) -> NoReturn:
-    report = caught(command, as_json, verbose, work, given)
-    finish(report._replace(next=given.command(report.next)), as_json, reinstall=report.next == "reinstall")
+def _emit(
+    command: str, as_json: bool, verbose: bool, given: Given, work: Callable[[Target, PatchSpec], Report]
+) -> NoReturn:
+    """Locate the torch the options name, run the command on it, print its one result."""
+    located: list[Target] = []
 
+    def run() -> Report:
+        from patcher.install import definitions, locate
 
-def _target(given: Given) -> tuple[Target, PatchSpec]:
-    from patcher.install import definitions, locate
+        patch = definitions.load()
+        located.append(locate.locate(given.python or None, given.torch_dir or None, patch))
+        return work(located[0], patch)
 
-    python, torch_dir = given.python or None, given.torch_dir or None  # empty is not given (app.py)
-    patch = definitions.load()
-    try:
-        return locate.locate(python, torch_dir, patch), patch
-    except LazylogError as exc:  # about the values given: name the variables that gave them
-        options: tuple[tuple[Option, str | None], ...] = (("--python", python), ("--torch-dir", torch_dir))
-        exc.variables = tuple(
-            Variable(option, given.from_env[option], _quote(value))
-            for option, value in options
-            if option in given.from_env and value is not None
-        )
-        raise
+    report = caught(command, as_json, verbose, run, given, located=located)
+    finish(report, as_json, None, given, located[0])
 
 
 def apply(
@@ -259,15 +287,12 @@ def apply(
     dry_run: bool,
     from_env: Mapping[str, str],
 ) -> NoReturn:
-    given = Given(python, torch_dir, from_env)
-
-    def work() -> Report:
+    def work(target: Target, patch: PatchSpec) -> Report:
         from patcher.install import engine
 
-        target, patch = _target(given)
         return engine.apply(target, patch, dry_run=dry_run)
 
-    _emit("apply", as_json, verbose, work, given)
+    _emit("apply", as_json, verbose, Given(python, torch_dir, from_env), work)
 
 
 def verify(
@@ -280,32 +305,28 @@ def verify(
 ) -> NoReturn:
     given = Given(python, torch_dir, from_env)
 
-    def work() -> Report:
+    def work(target: Target, patch: PatchSpec) -> Report:
         from patcher.install import reading
 
-        target, patch = _target(given)
         report = reading.verify(target, patch)
         if runtime:
             from patcher.install import runtime as runtime_check
 
-            report = runtime_check.run(target, report, given.command("verify") or "")
+            report = runtime_check.run(target, report, f"{program()} verify" + given.options())
         return report
 
-    _emit("verify", as_json, verbose, work, given)
+    _emit("verify", as_json, verbose, given, work)
 
 
 def revert(
     python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, from_env: Mapping[str, str]
 ) -> NoReturn:
-    given = Given(python, torch_dir, from_env)
-
-    def work() -> Report:
+    def work(target: Target, patch: PatchSpec) -> Report:
         from patcher.install import engine
 
-        target, patch = _target(given)
         return engine.revert(target, patch)
 
-    _emit("revert", as_json, verbose, work, given)
+    _emit("revert", as_json, verbose, Given(python, torch_dir, from_env), work)
 
 
 def _interrupt(signum: int, frame: object) -> None:

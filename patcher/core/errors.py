@@ -34,13 +34,12 @@ EXIT_CODE_HELP = """Exit codes:
 class LazylogError(Exception):
     """The one domain error: a message kept in parts until `text` renders it, the one place that does.
 
-    `message` says what was expected and what was found; `hint`, what to do next, with the advice
-    about an option as data (`Pass`, `LeaveOut`), so that it names the option's environment variable
-    when the value came from there (`variables`). `next` is the next step as a command the command
-    line renders; `advice`, the step only a person can take (upgrade torch, fingerprint a build),
-    printed in its place. The facts are typed: which torch (`torch`), what a reinstall's advice needs
-    (`install`), the dependency that is not installed (`missing`), and for a refusal the releases this
-    tool knows (`support`), said in full only with --verbose and in JSON.
+    `message` says what was expected and what was found; `hint`, what to do about an option, as data
+    (`Pass`, `LeaveOut`), so that it names the option's environment variable when the value came from
+    there. `next` is the one next step (see `Next`). The facts are typed and given when it is made:
+    the state found, the dependency that is not installed (`missing`), and for a refusal the branch's
+    diff against the nearest release and the releases this tool knows (`support`), said in full only
+    with --verbose and in JSON. Which torch it is about is the command line's to add: it located it.
     """
 
     def __init__(
@@ -51,38 +50,42 @@ class LazylogError(Exception):
         next: Next | None = None,
         hint: Hint | None = None,
         missing: Missing | None = None,
+        diff: str | None = None,
+        support: Support | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.hint = hint
-        self.missing = missing
         self.state = state
         self.next = next
-        self.diff: str | None = None  # for a refusal: the branch against the nearest known release
-        self.advice: str | None = None  # for a refusal: what only a person can do next
-        self.support: Support | None = None  # for a refusal of an unknown graph.py: every release
-        self.torch: Torch | None = None  # filled in by the engine: which torch, where
-        self.install: Install | None = None  # filled in by the engine for a reinstall's advice
-        self.variables: tuple[Variable, ...] = ()  # filled in by the command line that located torch
+        self.hint = hint
+        self.missing = missing
+        self.diff = diff
+        self.support = support
 
     def __str__(self) -> str:
         return self.text()
 
-    def text(self, single_file: SingleFile | None = None, verbose: bool = False) -> str:
+    def text(
+        self,
+        single_file: SingleFile | None = None,
+        verbose: bool = False,
+        variables: tuple[Variable, ...] = (),
+    ) -> str:
         """The sentence for the installed command, or, with `single_file`, for the single file (whose
         missing libcst is a directory to mount); JSON's `message` is the same sentence. `verbose`
-        adds, on a line of its own, every release this tool knows."""
+        adds, on a line of its own, every release this tool knows; `variables` are the options whose
+        value came from their environment variable, which the sentence names."""
         if single_file is not None and self.missing is not None and self.missing.module == "libcst":
             return missing_libcst_dir(self.missing.what, single_file)
         if verbose and self.support is not None:
-            return f"{self.text(single_file).rstrip('.')}.\n{self.support.text()}"
-        variables = {v.option: v for v in self.variables}
+            return f"{self.text(single_file, False, variables).rstrip('.')}.\n{self.support.text()}"
+        by_option = {v.option: v for v in variables}
         text = self.message
         if self.hint is not None:
-            advice = "".join(_said(part, variables) for part in self.hint.parts)
+            advice = "".join(_said(part, by_option) for part in self.hint.parts)
             text += f". {advice[:1].upper()}{advice[1:]}." if self.hint.sentence else f"; {advice}."
-        for v in self.variables:
+        for v in variables:
             text = (
                 text.rstrip(".")
                 + f" ({v.name}={v.value} in the environment; {v.option} on a command line wins over it)"
@@ -131,15 +134,6 @@ def _said(part: str | Pass | LeaveOut, variables: dict[Option, Variable]) -> str
     return f"unset {variable.name}" if variable else f"leave {part.option} out"
 
 
-class Torch(NamedTuple):
-    """Which torch an error is about, and where: JSON's fields."""
-
-    version: str | None
-    torch_dir: str
-    graph_py: str
-    undo_record: str
-
-
 class Support(NamedTuple):
     """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
     each with its reason: a refusal's --verbose line and JSON `support`."""
@@ -183,9 +177,16 @@ class SingleFile(NamedTuple):
     variable: str
 
 
-# The one next step a result that is not success names; the command line renders it with the
-# target options the user gave. "reinstall" is the state only a reinstall of torch can fix.
-Next = Literal["apply", "revert", "reinstall"]
+class Advice(NamedTuple):
+    """A step only a person can take (upgrade torch, fingerprint a build), said as it is."""
+
+    text: str
+
+
+# The one next step a result names: a command of this tool, which the command line renders with the
+# target options the user gave; "reinstall", what only a reinstall of torch can fix, rendered as the
+# pip or uv line that fits the install; or a person's step.
+Next = Literal["apply", "revert", "reinstall"] | Advice
 
 
 def refused(message: str, next: Next | None = None) -> LazylogError:

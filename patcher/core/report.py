@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from patcher.core.errors import ExitCode, Support
+from patcher.core.errors import ExitCode, Next, Support
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
@@ -15,7 +15,7 @@ class Report(NamedTuple):
     changed: bool
     message: str
     code: ExitCode = ExitCode.OK
-    next: str | None = None  # the one next step: a verb from the engine, a command line once rendered
+    next: Next | None = None  # the one next step, rendered as a line by the command line
     torch_version: str | None = None
     torch_dir: str | None = None
     torch_path_entry: str | None = None  # the sys.path entry the target interpreter imports torch from
@@ -30,14 +30,15 @@ class Report(NamedTuple):
     checks: tuple[dict[str, JsonValue], ...] = ()
     support: Support | None = None  # a refusal of an unknown graph.py: every release
 
-    def to_json(self) -> dict[str, JsonValue]:
+    def to_json(self, next: str | None) -> dict[str, JsonValue]:
+        """`next`: the next step as rendered for the options the user gave."""
         return {
             "command": self.command,
             "state": self.state,
             "changed": self.changed,
             "exit_code": int(self.code),
             "message": self.message,
-            "next": self.next,
+            "next": next,
             "torch_version": self.torch_version,
             "torch_dir": self.torch_dir,
             "torch_path_entry": self.torch_path_entry,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import NamedTuple
 
-from patcher.core.errors import ExitCode
+from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import JsonValue, Report
 from patcher.diagnose.model import Finding, Frame, ProcessFacts, TorchFacts
 from patcher.diagnose.procs import Unreadable
@@ -172,7 +172,9 @@ def report(found: list[Diagnosed], problems: list[Unreadable], program: str = "t
         False,
         text,
         code,
-        next=next((n for d in found if (n := next_step(d, program))), None),
+        next=Advice(shown)
+        if (shown := next((n for d in found if (n := next_step(d, program))), None))
+        else None,
         torch_version=first.torch.version,
         torch_dir=first.process.torch_seen_at,
         graph_py=f"{first.process.torch_seen_at}/_inductor/graph.py",

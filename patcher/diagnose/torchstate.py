@@ -51,13 +51,12 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
 def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     from patcher.install import reading
 
-    changed = None
+    changed, version = None, None
     try:
         found = target(process, spec)
-        changed = os.stat(found.graph).st_ctime
+        version, changed = found.torch_version, os.stat(found.graph).st_ctime
         report = reading.verify(found, spec)
     except LazylogError as exc:
-        version = exc.torch.version if exc.torch else None
         return TorchFacts(exc.state, exc.code, exc.text(), version, changed)
     except OSError as exc:
         message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"

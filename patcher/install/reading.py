@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
-from patcher.core.errors import ExitCode, Install, LazylogError, Torch, refused
+from patcher.core.errors import Advice, ExitCode, Install, LazylogError, Next
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
@@ -25,25 +25,21 @@ if TYPE_CHECKING:
 
 
 def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:
-    """Run one command under the torch directory's lock; errors learn which torch they are about."""
-    try:
-        with lock.locked(target.torch_dir, exclusive):
-            return work()
-    except LazylogError as exc:
-        if exc.next == "reinstall" and exc.install is None:
-            exc.install = Install(
-                dist_version=locate.dist_version(target.dist_info),  # not version.py's label: an index's
-                vendor=vendor(target),
-                installer=snapshot.installer(target),
-                owner=target.owner,
-                managed=target.interpreter.externally_managed,
-                pip=target.interpreter.has_pip,
-            )
-        if exc.torch is None:
-            exc.torch = Torch(
-                target.torch_version, str(target.torch_dir), str(target.graph), str(target.undo_path)
-            )
-        raise
+    """Run one command under the torch directory's lock."""
+    with lock.locked(target.torch_dir, exclusive):
+        return work()
+
+
+def install_of(target: Target) -> Install:
+    """What the advice to reinstall this torch needs to know."""
+    return Install(
+        dist_version=locate.dist_version(target.dist_info),  # not version.py's label: an index's
+        vendor=vendor(target),
+        installer=snapshot.installer(target),
+        owner=target.owner,
+        managed=target.interpreter.externally_managed,
+        pip=target.interpreter.has_pip,
+    )
 
 
 def read_install(target: Target, spec: PatchSpec) -> tuple[Snapshot, Reading, Rewritten | None]:
@@ -66,24 +62,20 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
     if reading.state == "edited" and snap.undo is not None:
         change = snap.undo.graph
         text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
-        error = refused(text, next="reinstall")
-        error.state = reading.state
-        return error
+        return LazylogError(ExitCode.REFUSED, text, reading.state, "reinstall")
     known, where = reading.known, (target.torch_version, target.torch_dir)
     series = messages.refused_series(target.torch_version) if known.cause == "import" else None
     support = messages.support(spec)
+    next: Next
     if series is not None:
-        error = refused(messages.refused_release(*where, series))
-        error.advice = messages.upgrade(support)
+        message, next = messages.refused_release(*where, series), Advice(messages.upgrade(support))
     elif vendor(target):
-        error = refused(messages.unknown(*where, known.reason))
-        error.advice = messages.FINGERPRINT
+        message, next = messages.unknown(*where, known.reason), Advice(messages.FINGERPRINT)
     else:
-        error = refused(messages.changed_site(*where, known.reason), next="reinstall")
-    error.diff = known.diff or None
-    error.support = support
-    error.state = reading.state
-    return error
+        message, next = messages.changed_site(*where, known.reason), "reinstall"
+    return LazylogError(
+        ExitCode.REFUSED, message, reading.state, next, diff=known.diff or None, support=support
+    )
 
 
 def newer_version(snap: Snapshot) -> int | None:
@@ -95,9 +87,7 @@ def newer_refusal(command: str, target: Target, reading: Reading, version: int) 
     """apply and revert leave a newer tool's undo record as it is: they refuse, writing nothing."""
     where = (target.torch_version, target.torch_dir)
     text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
-    error = refused(text)
-    error.state = reading.state
-    return error
+    return LazylogError(ExitCode.REFUSED, text, reading.state)
 
 
 def report(

@@ -14,7 +14,7 @@ import tempfile
 import typing
 from typing import TypedDict
 
-from patcher.core.errors import ExitCode, Hint, LazylogError, Pass, Torch, environment
+from patcher.core.errors import ExitCode, Hint, LazylogError, Pass
 from patcher.core.installed import Target
 from patcher.core.report import JsonValue, Report
 from patcher.install.interpreter import call
@@ -61,24 +61,29 @@ def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
     return typing.cast(ProbeResult, answer)
 
 
+def _stop(report: Report, message: str, hint: Hint | None = None) -> LazylogError:
+    """A runtime check that could not run: an environment error in the static read's state."""
+    return LazylogError(ExitCode.ENVIRONMENT, message, report.state, hint=hint)
+
+
 def _not_run(report: Report, why: str, static: str) -> LazylogError:
-    return LazylogError(
-        ExitCode.ENVIRONMENT,
+    return _stop(
+        report,
         f"Expected the runtime check to exercise Inductor's implicit-fallback path, but {why}, so it "
         f"could not run (no check failed; the static check: {report.message.rstrip('.')}). Run "
         f"`{static} --runtime` without that setting, or `{static}` for the static check.",
-        state=report.state,
     )
 
 
 def _needs_python(target: Target, report: Report, static: str) -> LazylogError:
     """A torch directory no interpreter beside it imports: there is nowhere to import it but here,
     which is not where the server runs it."""
-    return environment(
+    return _stop(
+        report,
         f"Expected an interpreter that imports {target.torch_dir} to run the runtime check in, found "
         "none that owns it, so --runtime needs --python: run "
         f"`{static} --runtime --python PYTHON` with the Python whose `import torch` loads it "
-        f"(the static check alone: {report.message.rstrip('.')})."
+        f"(the static check alone: {report.message.rstrip('.')}).",
     )
 
 
@@ -99,29 +104,23 @@ def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, st
 def run(target: Target, report: Report, static: str) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
-    the static report's state and torch, as read."""
-    try:
-        return _run(target, report, static)
-    except LazylogError as exc:
-        if exc.state == "unknown":
-            exc.state = report.state
-        if exc.torch is None and report.torch_dir and report.graph_py and report.undo_record:
-            exc.torch = Torch(report.torch_version, report.torch_dir, report.graph_py, report.undo_record)
-        raise
-
-
-def _run(target: Target, report: Report, static: str) -> Report:
+    the static report's state, as read."""
     if target.owner is None:  # a tree no interpreter owns: the tool's own Python is not its server's
         raise _needs_python(target, report, static)
-    result = probe(target.interpreter.executable, expect_graph=str(target.graph))
+    try:
+        result = probe(target.interpreter.executable, expect_graph=str(target.graph))
+    except LazylogError as exc:  # the interpreter would not run it, or it timed out
+        raise _stop(report, exc.message, exc.hint) from exc
     if result["error"]:
-        raise environment(
+        raise _stop(
+            report,
             f"Expected torch to import and compile on the CPU for the runtime check, but {result['error']}. "
-            f"Fix the environment (or run `{static}` without --runtime for the static check)."
+            f"Fix the environment (or run `{static}` without --runtime for the static check).",
         )
     imported = os.path.realpath(str(result.get("graph_py") or ""))
     if imported != os.path.realpath(target.graph):
-        raise environment(
+        raise _stop(
+            report,
             f"Expected {target.interpreter.executable} to import torch from {target.torch_dir}, but it imports "
             f"{imported or 'no graph.py'}",
             Hint((Pass("--python", "the interpreter that uses this torch"),)),

@@ -284,6 +284,18 @@ def test_a_refused_branch_is_shown_in_its_own_form(spec: PatchSpec) -> None:
     )
 
 
+def test_a_refused_lazy_branch_is_shown_against_the_lazy_one(spec: PatchSpec) -> None:
+    """A lazy file whose log call changed is diffed against the lazy branches, its own version's patched
+    one first (9.1.0 ships the same branch natively): only the call differs."""
+    warned = PATCHED.replace(b"log.info(", b"log.warning(")
+    shown = known_of(warned, spec, "9.0.0+cu128").diff.splitlines()
+    assert shown[0] == "The branch differs from the nearest release, 9.0.0:"
+    assert [line for line in shown if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
+        "-    log.info(",
+        "+    log.warning(",
+    ]
+
+
 def test_between_equally_similar_branches_the_installed_version_wins(spec: PatchSpec) -> None:
     def branch(n: bytes) -> bytes:
         return SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([target, " + n + b"])")
