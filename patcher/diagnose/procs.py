@@ -30,7 +30,7 @@ def exists(pid: int) -> bool:
     return (PROC / str(pid) / "stat").exists()
 
 
-def _stat_fields(pid: int) -> list[str]:
+def stat_fields(pid: int) -> list[str]:
     """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
     text = (PROC / str(pid) / "stat").read_text()
     return text[text.rindex(")") + 2 :].split()
@@ -38,9 +38,31 @@ def _stat_fields(pid: int) -> list[str]:
 
 def started(pid: int) -> float:
     """Epoch seconds: its start in clock ticks after boot, against the boot clock."""
-    ticks = int(_stat_fields(pid)[19])
+    ticks = int(stat_fields(pid)[19])
     booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
     return booted + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pids() -> list[int]:
+    """Every process now."""
+    return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
+
+
+def parent_of(pid: int) -> int:
+    try:
+        return int(stat_fields(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def own_pid(pid: int) -> int:
+    """The PID as the process itself sees it (inside its PID namespace: the last of NSpid)."""
+    try:
+        status = (PROC / str(pid) / "status").read_text()
+    except OSError:
+        return pid
+    line = next((line for line in status.splitlines() if line.startswith("NSpid:")), "")
+    return int(line.split()[-1]) if line.split()[1:] else pid
 
 
 def parents() -> dict[int, int]:
@@ -49,7 +71,7 @@ def parents() -> dict[int, int]:
     for entry in PROC.iterdir():
         if entry.name.isdigit():
             try:
-                found[int(entry.name)] = int(_stat_fields(int(entry.name))[1])
+                found[int(entry.name)] = int(stat_fields(int(entry.name))[1])
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile
     return found
@@ -279,6 +301,7 @@ def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFac
     python, owns_torch = interpreter(pid, root, argv, torch_dir)
     return ProcessFacts(
         pid=pid,
+        parent=parent_of(pid),
         command=" ".join(argv),
         interpreter=python,
         owns_torch=owns_torch,
