@@ -69,7 +69,7 @@ def lock_of(process: ProcessFacts, sample: Sample, rules: Rules) -> Lock:
     except OSError:
         age = None
     holders, unread = holding(path, read_at)
-    return Lock(path, read_at, age, holders, whole=unread == 0)
+    return Lock(path, read_at, age, holders, unread=unread)
 
 
 def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:

@@ -82,6 +82,7 @@ class Lock(NamedTuple):
     age: float | None  # seconds since it was created; None when no such file
     holders: tuple[Holder, ...]
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
+    unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
 
 
 class Workers(NamedTuple):

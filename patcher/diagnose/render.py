@@ -78,6 +78,15 @@ def _holder(h: Holder) -> str:
     return f"PID {h.pid} ({h.command}), {doing}" + (f" in {h.wchan}" if h.wchan else "")
 
 
+def _unread(count: int) -> str:
+    if not count:
+        return ""
+    return (
+        f" ({count} process{'es' if count > 1 else ''} could not be read, which may hold it: "
+        "`fuser FILE` as root says)"
+    )
+
+
 def _pids(pids: tuple[int, ...]) -> str:
     return " ".join(map(str, pids)) if pids else "none"
 
@@ -95,6 +104,7 @@ def _fields(d: Diagnosed) -> dict[str, str]:
         "lock": (lock.path or "(no path)") if lock else "?",
         "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
         "age": _age(lock.age if lock else None),
+        "unread": _unread(lock.unread if lock else 0),
         "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
@@ -171,6 +181,7 @@ def _evidence(f: Finding) -> JsonValue:
         found["waiting_in"] = _frames((f.waiting,))
     if lock is not None and f.kind.startswith("jit-lock"):
         found["lock"] = {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+                         "unread": lock.unread,
                          "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state,
                                       "wchan": h.wchan} for h in lock.holders]}  # fmt: skip
     if workers is not None and f.kind == "compile-workers-gone":
