@@ -168,7 +168,9 @@ def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: P
             assert orphans and sidecar not in orphans
             code, report, _ = diagnose_json(str(parent.pid))
             (entry,) = report["processes"]
-            assert code == 6 and entry["finding"] == "compile-workers-gone" and entry["id"] == "TL-D201", report
+            assert code == 6 and entry["finding"] == "compile-workers-gone" and entry["id"] == "TL-D201", (
+                report
+            )
             assert entry["evidence"]["orphans"] == orphans and entry["evidence"]["sidecar"] is None
             assert " ".join(map(str, orphans)) in entry["message"]
             assert "TORCHINDUCTOR_COMPILE_THREADS=1" in report["next"] and parent.poll() is None

@@ -131,9 +131,10 @@ def sample_matches(sample: tuple[Stack, ...], rule: Rule) -> bool:
     return bool(rule.threads) and all(any(thread_matches(s, t) for s in sample) for t in rule.threads)
 
 
-def first_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
-    """The frame the first thread pattern names first (where the process waits), innermost first."""
+def waiting_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
+    """Where the process waits: the outermost frame the rule's first thread pattern names (the
+    caller that decided to wait: `AsyncCompile.wait` over `Future.result`)."""
     for stack in sample:
         if rule.threads and thread_matches(stack, rule.threads[0]):
-            return next(f for f in stack.frames if any(p.matches(f) for p in rule.threads[0]))
+            return [f for f in stack.frames if any(p.matches(f) for p in rule.threads[0])][-1]
     return None

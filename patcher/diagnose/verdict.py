@@ -149,7 +149,9 @@ def _stalled(found: Finding, samples: list[Sample], rules: Rules) -> Finding | N
     for rule in rules.matched():
         if _every(samples, rule) and holds(rule, found._replace(peers=None)):
             code = rule.code if rule.code is not None else found.code
-            return found._replace(kind=rule.kind, code=code, waiting=findings.first_frame(samples[-1], rule))
+            return found._replace(
+                kind=rule.kind, code=code, waiting=findings.waiting_frame(samples[-1], rule)
+            )
     return None
 
 

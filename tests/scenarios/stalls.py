@@ -42,7 +42,9 @@ def hold(path: str) -> None:
 
 
 def ranks(port: str) -> int:
-    children = [subprocess.Popen([sys.executable, __file__, sys.argv[1], "rank", port, str(r)]) for r in (0, 1)]
+    children = [
+        subprocess.Popen([sys.executable, __file__, sys.argv[1], "rank", port, str(r)]) for r in (0, 1)
+    ]
     return max(child.wait() for child in children)
 
 
