@@ -98,7 +98,7 @@ def holder(pid: int) -> Holder:
         wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
     except OSError:
         wchan = ""
-    return Holder(pid, procs.shown(procs.command_line(pid)), state, "" if wchan == "0" else wchan)
+    return Holder(pid, procs.shown(procs.command_line(pid), 160), state, "" if wchan == "0" else wchan)
 
 
 def workers_of(process: ProcessFacts, rules: Rules) -> Workers:

@@ -78,12 +78,12 @@ def _holder(h: Holder) -> str:
     return f"PID {h.pid} ({h.command}), {doing}" + (f" in {h.wchan}" if h.wchan else "")
 
 
-def _unread(count: int) -> str:
+def _unread(count: int, path: str) -> str:
     if not count:
         return ""
     return (
-        f" ({count} process{'es' if count > 1 else ''} could not be read, which may hold it: "
-        "`fuser FILE` as root says)"
+        f" (but {count} process{'es' if count > 1 else ''} could not be read, which may hold it: "
+        f"`fuser {shlex.quote(path)}` as root says)"
     )
 
 
@@ -104,11 +104,11 @@ def _fields(d: Diagnosed) -> dict[str, str]:
         "lock": (lock.path or "(no path)") if lock else "?",
         "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
         "age": _age(lock.age if lock else None),
-        "unread": _unread(lock.unread if lock else 0),
+        "unread": _unread(lock.unread, lock.read_at) if lock else "",
         "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
-        "kill_orphans": f"; end its orphaned workers first: kill {_pids(orphans)}" if orphans else "",
+        "stuck": " ".join(map(str, (d.process.pid, *orphans))),
         "collective": peers.collective if peers else "?",
         "odd": "; ".join(f"PID {r.pid} ({r.kind}) in {r.where}" for r in peers.odd) if peers else "?",
         "phase": f.phase or "?",
