@@ -12,7 +12,7 @@ from typing import Any, get_args
 import pytest
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose import evidence, findings, render, stacks, verdict
+from patcher.diagnose import findings, procs, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,
     Evidence,
@@ -72,7 +72,7 @@ def test_every_sentence_and_step_names_only_what_render_knows() -> None:
 
 
 def test_the_recorded_wait_names_its_lock_from_the_frames_locals() -> None:
-    assert evidence.lock_named(_recorded("jit-lock-wait"), findings.load()) == (
+    assert findings.lock_named(_recorded("jit-lock-wait"), findings.load()) == (
         "/tmp/run/ext/x",
         False,
         "lock",
@@ -114,15 +114,15 @@ def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: 
     cut = Frame("_jit_compile", "/venv/lib/python3/site-packages/torch/utils/cpp_extension.py", 2225,
                 (("build_directory", f'"{tmp_path}/ext/lo..."'),))  # fmt: skip
     sample = (Stack("MainThread", (cut,)),)
-    assert evidence.lock_named(sample, findings.load()) == (f"{tmp_path}/ext/lo", True, "lock")
+    assert findings.lock_named(sample, findings.load()) == (f"{tmp_path}/ext/lo", True, "lock")
     (tmp_path / "ext" / "long_name").mkdir(parents=True)
     process = _process(root="")
-    assert not evidence.lock_of(process, sample, findings.load()).whole  # no lock file in it yet
+    assert not procs.lock_of(process, sample, findings.load()).whole  # no lock file in it yet
     (tmp_path / "ext" / "long_name" / "lock").touch()
-    found = evidence.lock_of(process, sample, findings.load())
+    found = procs.lock_of(process, sample, findings.load())
     assert found.whole and found.path == f"{tmp_path}/ext/long_name/lock" and found.holders == ()
     (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
-    assert not evidence.lock_of(process, sample, findings.load()).whole
+    assert not procs.lock_of(process, sample, findings.load()).whole
 
 
 def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_the_variable() -> None:

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose.model import Frame, Kind, Stack
+from patcher.diagnose.model import Frame, Kind, Sample, Stack
 
 NAME = "diagnose_findings.json"
 TORCH_CODE = "TORCH"  # the code of the loaded torch's state (verify's)
+CUT = "..."  # how py-spy ends a repr it cut short
 
 
 class FramePattern(NamedTuple):
@@ -137,4 +138,22 @@ def waiting_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
     for stack in sample:
         if rule.threads and thread_matches(stack, rule.threads[0]):
             return [f for f in stack.frames if any(p.matches(f) for p in rule.threads[0])][-1]
+    return None
+
+
+def _value(found: str) -> tuple[str, bool]:
+    """A string local as py-spy shows it: its text, and whether py-spy cut it short."""
+    text = found[1:-1] if len(found) >= 2 and found[0] == found[-1] and found[0] in "\"'" else found
+    return (text[: -len(CUT)], True) if text.endswith(CUT) else (text, False)
+
+
+def lock_named(sample: Sample, rules: Rules) -> tuple[str, bool, str] | None:
+    """The lock a frame's locals name (the process's view): the local's text, whether py-spy cut it
+    short, and the name joined to it (`lock` for torch's build directory)."""
+    for source in rules.locks:
+        for stack in sample:
+            for frame in stack.frames:
+                found = dict(frame.locals).get(source.local) if source.frame.matches(frame) else None
+                if found is not None:
+                    return (*_value(found), source.join)
     return None

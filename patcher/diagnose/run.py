@@ -9,7 +9,7 @@ from typing import NamedTuple
 from patcher.core.errors import ExitCode, LazylogError, environment
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import evidence, findings, procs, render, stacks, torchstate, verdict
+from patcher.diagnose import findings, procs, render, stacks, torchstate, verdict
 from patcher.diagnose.findings import Rules
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts
 from patcher.diagnose.procs import Unreadable
@@ -113,15 +113,15 @@ def _evidence(spy: str, process: ProcessFacts, samples: list[Sample], rules: Rul
             sample = stacks.dump(spy, process.pid, with_locals=True)
         except stacks.Failed:
             sample = samples[-1]
-        lock = evidence.lock_of(process, sample, rules)
+        lock = procs.lock_of(process, sample, rules)
     if "workers" in asked:
-        workers = evidence.workers_of(process, rules)
+        workers = procs.workers_of(process, rules)
     return Evidence(lock, workers, cpu)
 
 
 def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
     tree = procs.parents()
-    return {p.pid: evidence.cpu_seconds(p.pid, tree) for p in found}
+    return {p.pid: procs.cpu_seconds(p.pid, tree) for p in found}
 
 
 def _judged(
