@@ -4,6 +4,11 @@ Eager: `OperatorIssue.operator_str` (torch/_inductor/exc.py) called directly fro
 `GraphLowering.call_function` (torch/_inductor/graph.py): the text torch < 2.13 builds for a log line
 that is filtered out. Through logging (`LazyString.__str__`): a lazy torch building the text because
 INFO is on for torch._inductor, which the patch does not make free.
+
+Otherwise the findings of the data (patches/diagnose_findings.json) are walked in order: the first
+whose frames every sample shows and whose evidence (read by procs, passed in) says so wins; then busy
+and moving (CPU time rising between two looks, the stack changing or in a compile phase); then the
+torch's own state. Ranks in a collective are judged again against their siblings (`with_peers`).
 """
 
 from __future__ import annotations
