@@ -42,7 +42,21 @@ def _process(pid: int = 4242, parent: int = 1, **changes: Any) -> ProcessFacts:
 
 
 def _recorded(name: str) -> Sample:
+    if name == "importing-torch":  # `import torch` under way: torch's own modules run, at import
+        return _importing()
     return stacks.parse((DATA / f"{name}.json").read_text())
+
+
+def _importing() -> Sample:
+    site = "/venv/lib/python3/site-packages/torch"
+    frames = [
+        Frame("<module>", f"{site}/_dynamo/variables/builtin.py", 80),
+        Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241),
+        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176),
+        Frame("<module>", f"{site}/__init__.py", 2100),
+        Frame("<module>", "<string>", 1),
+    ]
+    return (Stack("MainThread", tuple(frames)),)
 
 
 def _judged(
@@ -193,6 +207,9 @@ def test_a_rank_in_a_collective_without_odd_siblings_is_not_a_stall() -> None:
         pytest.param(["compiling-1", "compiling-2"], IDLE, "eager-torch", id="idle"),
         pytest.param(["rank-elsewhere", "rank-elsewhere"], BUSY, "eager-torch", id="busy-but-not-moving"),
         pytest.param(["eager-depth26", "eager-depth26"], BUSY, "eager-formatting", id="the-eager-hang-first"),
+        pytest.param(
+            ["importing-torch", "importing-torch"], BUSY, "eager-torch", id="importing-is-not-compiling"
+        ),
     ],
 )
 def test_busy_and_moving_is_progress_exit_0(names: list[str], cpu: Cpu, kind: str) -> None:

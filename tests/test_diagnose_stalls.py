@@ -6,6 +6,7 @@ test starts is killed in a finally, the orphaned compile workers too (they outli
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import socket
 import subprocess
@@ -137,11 +138,14 @@ def test_ranks_out_of_step_name_the_odd_rank_and_its_function(tmp_path: Path) ->
         assert set(entries) == {waiting, odd}, report  # the launcher has no torch loaded
         first = entries[waiting]
         assert (first["finding"], first["id"], first["exit_code"]) == ("ranks-out-of-step", "TL-D301", 6)
-        assert f"PID {odd} (eager-torch) in hold_back (stalls.py:" in first["message"], first["message"]
+        # its own finding depends on the shared venv's torch (eager here, unless a suite patched it)
+        assert re.search(
+            rf"PID {odd} \({entries[odd]['finding']}\) in hold_back \(stalls.py:\d+\)", first["message"]
+        )
         assert "waits in the collective barrier" in first["message"]
         assert [r["pid"] for r in first["evidence"]["odd"]] == [odd]
         assert entries[odd]["evidence"]["awaited_by"] == [waiting]
-        assert code in (1, 6)  # 1 when the odd rank's torch formats eagerly, as this one does
+        assert code in (1, 6)  # 1 when the odd rank's torch formats eagerly (the venv's, unpatched)
 
 
 def _carrying(parent: int) -> list[int]:

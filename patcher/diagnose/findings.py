@@ -61,6 +61,7 @@ class Rules(NamedTuple):
     locks: tuple[LockSource, ...]
     helpers: tuple[str, ...]  # a command line naming one of these is a helper of its parent
     phases: tuple[Phase, ...]
+    importing: tuple[FramePattern, ...]  # a stack with one of these imports: busy, but not compiling
 
     def by_kind(self, kind: str) -> Rule:
         return next(r for r in self.findings if r.kind == kind)
@@ -103,6 +104,7 @@ def parse(text: str) -> Rules:
         locks=tuple(LockSource(_frame(s), s["local"], s["join"]) for s in data["locks"]),
         helpers=tuple(data["helpers"]),
         phases=tuple(Phase(_frame(p), p["phase"]) for p in data["phases"]),
+        importing=tuple(map(_frame, data["importing"])),
     )
 
 

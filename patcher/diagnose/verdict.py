@@ -178,8 +178,12 @@ def busy(cpu: Cpu | None) -> bool:
 
 
 def phase_of(samples: list[Sample], rules: Rules) -> str | None:
-    """What the busiest-looking thread does, from the innermost frame a phase of the data names."""
-    for frame in _innermost(samples[-1:], depth=None):
+    """What the busiest-looking thread compiles, from the innermost frame a phase of the data names;
+    None when it compiles nothing (an import runs torch's modules, and compiles nothing)."""
+    frames = _innermost(samples[-1:], depth=None)
+    if any(p.matches(f) for f in frames for p in rules.importing):
+        return None
+    for frame in frames:
         for phase in rules.phases:
             if phase.frame.matches(frame):
                 return phase.phase.format(function=frame.name.rsplit(".", 1)[-1])
@@ -187,13 +191,13 @@ def phase_of(samples: list[Sample], rules: Rules) -> str | None:
 
 
 def _moving(found: Finding, samples: list[Sample], rules: Rules) -> Finding | None:
-    """Busy and moving: CPU time rising, and its stacks changing or in a phase of a compile."""
+    """Busy and moving: CPU time rising between the looks (the process's, or its compile workers'
+    and their compilers') while its stack is in a phase of a compile. A busy process elsewhere (an
+    import, a model running) is judged by its torch, as before."""
     phase = phase_of(samples, rules)
-    changing = len(set(samples)) > 1
-    if not busy(found.evidence.cpu) or not (changing or phase):
+    if not busy(found.evidence.cpu) or phase is None:
         return None
-    fallback = f"running {found.frames[0].where()}" if found.frames else "running"
-    return found._replace(kind="moving", code=ExitCode.OK, phase=phase or fallback)
+    return found._replace(kind="moving", code=ExitCode.OK, phase=phase)
 
 
 def with_peers(judged: list[tuple[ProcessFacts, Finding]], rules: Rules | None = None) -> list[Finding]:
