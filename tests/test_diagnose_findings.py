@@ -246,3 +246,29 @@ def test_every_entry_names_its_finding_id_and_evidence() -> None:
         "waiting_in": [{"name": "Future.result", "line": 451, "filename": "/usr/lib/python3/concurrent/futures/_base.py"}],
         "sidecar": None, "orphans": [11],
     }  # fmt: skip
+
+
+def test_the_findings_are_read_from_the_package_in_a_zip(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The single file packs patches/ as patcher/patches/: no directory there, importlib.resources reads it."""
+    import importlib
+    import sys
+    import zipfile
+
+    import patcher
+
+    text = (Path(__file__).resolve().parent.parent / "patches" / findings.NAME).read_text(encoding="utf-8")
+    archive = tmp_path / "packed.zip"
+    with zipfile.ZipFile(archive, "w") as out:
+        out.writestr("patcher/patches/__init__.py", "")
+        out.writestr(f"patcher/patches/{findings.NAME}", text.replace("TL-D001", "TL-D001-zipped"))
+    monkeypatch.delitem(sys.modules, "patcher.patches", raising=False)
+    monkeypatch.setattr(patcher, "__path__", [f"{archive}/patcher"])
+    monkeypatch.delattr(patcher, "patches", raising=False)
+    findings.load.cache_clear()
+    try:
+        assert str(archive) in (importlib.import_module("patcher.patches").__file__ or "")
+        assert findings.load().findings[0].id == "TL-D001-zipped"
+    finally:
+        findings.load.cache_clear()
