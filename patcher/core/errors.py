@@ -14,6 +14,7 @@ class ExitCode(enum.IntEnum):
     REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
     ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
     OUTPUT = 5  # the result could not be printed (stdout closed or full); the work itself is done
+    STALLED = 6  # diagnose: a process waits on a stall other than the eager formatting (a lock, ranks)
     INTERRUPTED = 130  # SIGINT (Ctrl-C): files are each pristine or patched; verify tells which
     TERMINATED = 143  # SIGTERM: the same
 

@@ -11,6 +11,7 @@ class Frame(NamedTuple):
     name: str  # the qualified name py-spy reports (`OperatorIssue.operator_str`; bare on Python 3.10)
     filename: str
     line: int
+    locals: tuple[tuple[str, str], ...] = ()  # (name, py-spy's repr), from a dump with --locals
 
     def where(self) -> str:
         """`name (torch/_inductor/exc.py:33)`: the file from its package directory on."""
@@ -39,6 +40,7 @@ class ProcessFacts(NamedTuple):
     torch_logs: str | None  # TORCH_LOGS in its environment
     pycache_prefix: str | None  # PYTHONPYCACHEPREFIX in its environment, as this tool reads it
     owns_torch: bool = True  # its interpreter lives beside its torch: `apply --python` reaches it
+    parent: int = 0  # its parent's PID: ranks of one server are siblings
 
     @property
     def container(self) -> bool:
@@ -58,7 +60,65 @@ class TorchFacts(NamedTuple):
     match: str | None = None
 
 
-Kind = Literal["eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch"]
+Kind = Literal[
+    "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "compile-workers-gone", "ranks-out-of-step",
+    "ranks-waiting-for-progress", "in-collective", "moving",
+]  # fmt: skip
+
+
+class Holder(NamedTuple):
+    """A process that holds a file open, and what it is doing as /proc says."""
+
+    pid: int
+    command: str
+    state: str  # /proc/PID/stat's letter: R running, S sleeping, D in I/O, T stopped
+    wchan: str  # the kernel function it sleeps in ('' when running)
+
+
+class Lock(NamedTuple):
+    path: str  # as the process names it ('' when no frame's locals name it)
+    read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
+    age: float | None  # seconds since it was created; None when no such file
+    holders: tuple[Holder, ...]
+    whole: bool = True  # False: py-spy cut the path short, and no one file completes it
+    unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
+
+
+class Workers(NamedTuple):
+    """Inductor's compile-worker processes of one parent."""
+
+    sidecar: int | None  # the live sidecar (the parent's child running compile_worker/__main__.py)
+    orphans: tuple[int, ...]  # live processes still carrying --parent=PID when the sidecar is gone
+
+
+class Cpu(NamedTuple):
+    """Two looks at the CPU time of a process and of every process below it."""
+
+    seconds: float  # CPU time used between the looks
+    wall: float  # seconds between the looks
+
+
+class Evidence(NamedTuple):
+    """What diagnose read besides the stacks, for the findings that ask for it."""
+
+    lock: Lock | None = None
+    workers: Workers | None = None
+    cpu: Cpu | None = None
+
+
+class Rank(NamedTuple):
+    """A peer rank as a waiting rank's finding names it."""
+
+    pid: int
+    kind: Kind
+    where: str
+
+
+class Peers(NamedTuple):
+    collective: str  # the function it waits in (`barrier`)
+    waiting: tuple[int, ...]  # the sibling ranks in a collective, itself included
+    odd: tuple[Rank, ...]  # the sibling ranks that are not
 
 
 class Finding(NamedTuple):
@@ -69,3 +129,9 @@ class Finding(NamedTuple):
     depth: int  # nested __str__ frames above operator_str, the most seen
     frames: tuple[Frame, ...]  # the formatting's frames, or the innermost ones when it is elsewhere
     restart: bool  # graph.py (or torch) changed after the process started
+    id: str = ""  # the finding's ID in patches/diagnose_findings.json (TL-D001, ...)
+    waiting: Frame | None = None  # where it waits, for a stall
+    evidence: Evidence = Evidence()
+    phase: str | None = None  # what a busy process is doing
+    peers: Peers | None = None
+    awaited_by: tuple[int, ...] = ()  # sibling ranks waiting for this one in a collective

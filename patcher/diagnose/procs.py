@@ -1,18 +1,24 @@
-"""What /proc says about a process: the torch it loaded, its interpreter, its start, its descendants.
+"""What /proc says about a process: the torch it loaded, its interpreter, its start, its descendants;
+and what the findings ask for besides the stacks: its tree's CPU time, a lock file and the processes
+that hold it open, Inductor's compile-worker processes.
 
 Read only, and only what a reader with ptrace rights over the process may read (its maps, environ,
-root and exe links); nothing of the process's own interpreter is run.
+root and exe links, fds); nothing of the process's own interpreter is run, nothing is written,
+signalled or removed.
 """
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose.model import ProcessFacts
+from patcher.diagnose import findings
+from patcher.diagnose.findings import Rules
+from patcher.diagnose.model import Holder, Lock, ProcessFacts, Sample, Workers
 
 PROC = Path("/proc")
 _DELETED = " (deleted)"
@@ -30,7 +36,7 @@ def exists(pid: int) -> bool:
     return (PROC / str(pid) / "stat").exists()
 
 
-def _stat_fields(pid: int) -> list[str]:
+def stat_fields(pid: int) -> list[str]:
     """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
     text = (PROC / str(pid) / "stat").read_text()
     return text[text.rindex(")") + 2 :].split()
@@ -38,9 +44,31 @@ def _stat_fields(pid: int) -> list[str]:
 
 def started(pid: int) -> float:
     """Epoch seconds: its start in clock ticks after boot, against the boot clock."""
-    ticks = int(_stat_fields(pid)[19])
+    ticks = int(stat_fields(pid)[19])
     booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
     return booted + ticks / os.sysconf("SC_CLK_TCK")
+
+
+def pids() -> list[int]:
+    """Every process now."""
+    return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
+
+
+def parent_of(pid: int) -> int:
+    try:
+        return int(stat_fields(pid)[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def own_pid(pid: int) -> int:
+    """The PID as the process itself sees it (inside its PID namespace: the last of NSpid)."""
+    try:
+        status = (PROC / str(pid) / "status").read_text()
+    except OSError:
+        return pid
+    line = next((line for line in status.splitlines() if line.startswith("NSpid:")), "")
+    return int(line.split()[-1]) if line.split()[1:] else pid
 
 
 def parents() -> dict[int, int]:
@@ -49,7 +77,7 @@ def parents() -> dict[int, int]:
     for entry in PROC.iterdir():
         if entry.name.isdigit():
             try:
-                found[int(entry.name)] = int(_stat_fields(int(entry.name))[1])
+                found[int(entry.name)] = int(stat_fields(int(entry.name))[1])
             except (OSError, ValueError, IndexError):
                 continue  # gone meanwhile
     return found
@@ -279,6 +307,7 @@ def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFac
     python, owns_torch = interpreter(pid, root, argv, torch_dir)
     return ProcessFacts(
         pid=pid,
+        parent=parent_of(pid),
         command=" ".join(argv),
         interpreter=python,
         owns_torch=owns_torch,
@@ -312,3 +341,87 @@ def with_torch() -> tuple[list[int], int]:
         if torch_library(files) is not None:
             found.append(int(entry.name))
     return found, unreadable
+
+
+# What the findings ask for besides the stacks (patcher/diagnose/findings.py): read only when asked.
+
+
+def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
+    """CPU time of the process and every process below it, the reaped ones included (seconds)."""
+    ticks = 0
+    for each in [pid, *descendants(pid, tree)]:
+        try:
+            fields = stat_fields(each)
+        except (OSError, ValueError, IndexError):
+            continue  # ended meanwhile: its time is in its parent's reaped children's
+        ticks += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _completed(root: str, prefix: str, join: str) -> str | None:
+    """The one file a cut path can be: the prefix completed within its last name."""
+    pattern = glob.escape(root + prefix) + "*" + (f"/{join}" if join else "")
+    found = glob.glob(pattern)
+    return found[0].removeprefix(root) if len(found) == 1 else None
+
+
+def lock_of(process: ProcessFacts, sample: Sample, rules: Rules) -> Lock:
+    named = findings.lock_named(sample, rules)
+    if named is None:
+        return Lock("", "", None, (), whole=False)
+    text, cut, join = named
+    path = _completed(process.root, text, join) if cut else f"{text}/{join}" if join else text
+    if path is None:
+        return Lock(text + findings.CUT, process.root + text, None, (), whole=False)
+    read_at = process.root + path
+    try:
+        age: float | None = max(0.0, time.time() - os.stat(read_at).st_mtime)
+    except OSError:
+        age = None
+    holders, unread = holding(path, read_at)
+    return Lock(path, read_at, age, holders, unread=unread)
+
+
+def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
+    """The processes with the file open (its name in /proc/PID/fd, as they or this tool name it), and
+    how many processes' open files could not be read."""
+    names, found, unread = {path, read_at}, [], 0
+    for pid in pids():
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except PermissionError:
+            unread += 1
+            continue
+        except OSError:
+            continue  # ended meanwhile, or an fd closed while read
+        if names & set(links):
+            found.append(holder(pid))
+    return tuple(found), unread
+
+
+def holder(pid: int) -> Holder:
+    try:
+        state = stat_fields(pid)[0]
+    except (OSError, IndexError):
+        state = "?"
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
+    except OSError:
+        wchan = ""
+    return Holder(pid, shown(command_line(pid), 160), state, "" if wchan == "0" else wchan)
+
+
+def workers_of(process: ProcessFacts, rules: Rules) -> Workers:
+    """The compile-worker processes started for `process` (`--parent=` its own PID as it sees it):
+    the live sidecar, its child; or, with none, the workers left behind."""
+    mark = f"--parent={own_pid(process.pid)}"
+    sidecar, others = None, []
+    for pid in pids():
+        argv = command_line(pid)
+        if mark not in argv or not any(h in word for word in argv for h in rules.helpers) or gone(pid):
+            continue
+        if parent_of(pid) == process.pid:
+            sidecar = pid
+        else:
+            others.append(pid)
+    return Workers(sidecar, () if sidecar is not None else tuple(sorted(others)))

@@ -7,11 +7,15 @@ from typing import NamedTuple
 
 from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import JsonValue, Report
-from patcher.diagnose.model import Finding, Frame, ProcessFacts, TorchFacts
+from patcher.diagnose import findings
+from patcher.diagnose.model import Finding, Frame, Holder, ProcessFacts, TorchFacts
 from patcher.diagnose.procs import Unreadable
 
-# The most severe first: a process in the eager formatting is the answer, whatever else failed.
-PRIORITY = (ExitCode.EAGER, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK)
+# The most severe first: a process in the eager formatting is the answer, whatever else failed; then
+# a process that waits on something else that never ends on its own.
+PRIORITY = (
+    ExitCode.EAGER, ExitCode.STALLED, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK,
+)  # fmt: skip
 
 
 class Diagnosed(NamedTuple):
@@ -59,17 +63,57 @@ def _restart(d: Diagnosed) -> str:
     )
 
 
-SAID = {
-    "eager-formatting": "is in the eager formatting of the implicit-fallback text, the hang torch-lazylog "
-    "fixes: {formatting}",
-    "eager-torch": "is not formatting the text now ({where}), but the next deep graph it compiles can hang",
-    "stale-import": "is not formatting the text now ({where})",
-    "info-formatting": "builds the implicit-fallback text through logging: {formatting}. INFO is on for "
-    "torch._inductor (TORCH_LOGS={logs}), so the text is built because it is emitted: the patch makes it "
-    "lazy, not free; turn INFO off for torch._inductor (unset TORCH_LOGS, or take inductor out of it)",
-    "lazy": "is not in the implicit-fallback formatting ({where})",
-    "unknown-torch": "is not in the implicit-fallback formatting ({where})",
-}
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    minutes, rest = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def _holder(h: Holder) -> str:
+    doing = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped"}.get(
+        h.state, h.state
+    )
+    return f"PID {h.pid} ({h.command}), {doing}" + (f" in {h.wchan}" if h.wchan else "")
+
+
+def _unread(count: int, path: str) -> str:
+    if not count:
+        return ""
+    return (
+        f" (but {count} process{'es' if count > 1 else ''} could not be read, which may hold it: "
+        f"`fuser {shlex.quote(path)}` as root says)"
+    )
+
+
+def _pids(pids: tuple[int, ...]) -> str:
+    return " ".join(map(str, pids)) if pids else "none"
+
+
+def _fields(d: Diagnosed) -> dict[str, str]:
+    """Every value a finding's sentence or step may name, as text."""
+    f, e = d.finding, d.finding.evidence
+    lock, workers, peers = e.lock, e.workers, f.peers
+    orphans = workers.orphans if workers else ()
+    return {
+        "formatting": _formatting(d) if f.in_formatting else "",
+        "where": _where(d),
+        "logs": d.process.torch_logs or "unset",
+        "waiting": f.waiting.where() if f.waiting else "?",
+        "lock": (lock.path or "(no path)") if lock else "?",
+        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
+        "age": _age(lock.age if lock else None),
+        "unread": _unread(lock.unread, lock.read_at) if lock else "",
+        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        "own_pid": str(d.process.pid),
+        "orphans": _pids(orphans),
+        "stuck": " ".join(map(str, (d.process.pid, *orphans))),
+        "collective": peers.collective if peers else "?",
+        "odd": "; ".join(f"PID {r.pid} ({r.kind}) in {r.where}" for r in peers.odd) if peers else "?",
+        "phase": f.phase or "?",
+        "cpu": f"{e.cpu.seconds:.2f} s of CPU in {e.cpu.wall:.2f} s" if e.cpu else "?",
+    }
 
 
 def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
@@ -77,6 +121,9 @@ def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
     torch directory it loaded when that interpreter alone does not import it (PYTHONPATH, a user
     site, an editable install). `program` is how the user runs the tool (the console script, or the
     single file with its Python)."""
+    step = findings.load().by_kind(d.finding.kind).next
+    if step is not None:
+        return step.format(**_fields(d))
     if d.finding.code != ExitCode.EAGER or d.torch.code != ExitCode.EAGER:
         return None
     if not d.process.owns_torch and d.process.torch_dir is not None:
@@ -85,7 +132,7 @@ def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
 
 
 def _advice(d: Diagnosed) -> str:
-    if next_step(d) is None:
+    if next_step(d) is None or d.finding.code != ExitCode.EAGER:
         return ""
     inside = " inside its container (docker exec, or the image's build step)" if d.process.container else ""
     torch = (
@@ -99,12 +146,14 @@ def _advice(d: Diagnosed) -> str:
 
 
 def paragraph(d: Diagnosed) -> str:
-    said = SAID[d.finding.kind].format(
-        formatting=_formatting(d) if d.finding.in_formatting else "",
-        where=_where(d),
-        logs=d.process.torch_logs or "unset",
-    )
-    return f"{_who(d.process)} {said}; {_torch(d)}.{_exited(d)}{_restart(d)}{_advice(d)}"
+    said = findings.load().by_kind(d.finding.kind).said.format(**_fields(d))
+    return f"{_who(d.process)} {said}; {_torch(d)}.{_awaited(d)}{_exited(d)}{_restart(d)}{_advice(d)}"
+
+
+def _awaited(d: Diagnosed) -> str:
+    if not d.finding.awaited_by:
+        return ""
+    return f" Sibling ranks wait for it in a collective: PIDs {_pids(d.finding.awaited_by)}."
 
 
 def _exited(d: Diagnosed) -> str:
@@ -118,9 +167,33 @@ def _frames(frames: tuple[Frame, ...]) -> JsonValue:
 
 
 ENTRY_FIELDS = (
-    "pid", "exit_code", "finding", "message", "next", "command_line", "interpreter", "container", "torch_dir",
-    "torch_dir_read_at", "torch_version", "state", "samples", "in_formatting", "str_depth", "frames", "restart",
+    "pid", "exit_code", "finding", "id", "message", "next", "command_line", "interpreter", "container",
+    "torch_dir", "torch_dir_read_at", "torch_version", "state", "samples", "in_formatting", "str_depth",
+    "frames", "restart", "evidence",
 )  # fmt: skip
+
+
+def _evidence(f: Finding) -> JsonValue:
+    """What the finding read besides the stacks; null for the torch's own findings."""
+    lock, workers, peers, cpu = f.evidence.lock, f.evidence.workers, f.peers, f.evidence.cpu
+    found: dict[str, JsonValue] = {}
+    if f.waiting is not None:
+        found["waiting_in"] = _frames((f.waiting,))
+    if lock is not None and f.kind.startswith("jit-lock"):
+        found["lock"] = {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+                         "unread": lock.unread,
+                         "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state,
+                                      "wchan": h.wchan} for h in lock.holders]}  # fmt: skip
+    if workers is not None and f.kind == "compile-workers-gone":
+        found["sidecar"], found["orphans"] = workers.sidecar, list(workers.orphans)
+    if peers is not None:
+        found["collective"], found["waiting"] = peers.collective, list(peers.waiting)
+        found["odd"] = [{"pid": r.pid, "finding": r.kind, "where": r.where} for r in peers.odd]
+    if f.awaited_by:
+        found["awaited_by"] = list(f.awaited_by)
+    if f.kind == "moving" and cpu is not None:
+        found |= {"phase": f.phase, "cpu_s": round(cpu.seconds, 3), "wall_s": round(cpu.wall, 3)}
+    return found or None
 
 
 def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
@@ -129,6 +202,7 @@ def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
         "pid": p.pid,
         "exit_code": int(f.code),
         "finding": f.kind,
+        "id": f.id,
         "message": paragraph(d),
         "next": next_step(d, program),
         "command_line": p.command,
@@ -143,6 +217,7 @@ def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
         "str_depth": f.depth,
         "frames": _frames(f.frames),
         "restart": f.restart,
+        "evidence": _evidence(f),
     }
 
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode, LazylogError, environment
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import procs, render, stacks, torchstate, verdict
-from patcher.diagnose.model import ProcessFacts, Sample, TorchFacts
+from patcher.diagnose import findings, procs, render, stacks, torchstate, verdict
+from patcher.diagnose.findings import Rules
+from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts
 from patcher.diagnose.procs import Unreadable
 
 
@@ -101,16 +103,37 @@ def _sampled(pid: int, taken: list[Sample] | stacks.Failed, exited: bool) -> lis
     )
 
 
-def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, JsonValue]]]:
-    found, problems = _processes(options)
-    if not found:
-        if len(problems) == 1:
-            raise LazylogError(problems[0].code, problems[0].message)
-        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
+def _evidence(spy: str, process: ProcessFacts, samples: list[Sample], rules: Rules, cpu: Cpu) -> Evidence:
+    """What the findings matched by its frames ask for: the lock (its path from one more dump, with
+    the frames' locals) and who holds it, the compile workers; and the CPU time of its tree."""
+    asked = verdict.wanted(samples, rules)
+    lock = workers = None
+    if "lock" in asked:
+        try:
+            sample = stacks.dump(spy, process.pid, with_locals=True)
+        except stacks.Failed:
+            sample = samples[-1]
+        lock = procs.lock_of(process, sample, rules)
+    if "workers" in asked:
+        workers = procs.workers_of(process, rules)
+    return Evidence(lock, workers, cpu)
+
+
+def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
+    tree = procs.parents()
+    return {p.pid: procs.cpu_seconds(p.pid, tree) for p in found}
+
+
+def _judged(
+    options: Options, spec: PatchSpec, found: list[ProcessFacts]
+) -> tuple[list[render.Diagnosed], list[Unreadable]]:
+    rules = findings.load()
     spy = stacks.find()
+    before, start = _cpu(found), time.monotonic()
     taken = stacks.sample_all(spy, [p.pid for p in found], options.samples, options.interval)
+    after, wall = _cpu(found), time.monotonic() - start
     torches: dict[str | None, TorchFacts] = {}
-    diagnosed = []
+    diagnosed, problems = [], []
     for process in found:
         exited = procs.gone(process.pid)
         samples = _sampled(process.pid, taken[process.pid], exited)
@@ -120,8 +143,30 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
         if process.torch_seen_at not in torches:
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec)
         torch = torches[process.torch_seen_at]
-        finding = verdict.finding_of(process, samples, torch)
+        cpu = Cpu(max(0.0, after.get(process.pid, 0.0) - before[process.pid]), wall)
+        read = _evidence(spy, process, samples, rules, cpu)
+        finding = verdict.finding_of(process, samples, torch, read, rules)
         diagnosed.append(render.Diagnosed(process, torch, finding, exited))
+    judged = verdict.with_peers([(d.process, d.finding) for d in diagnosed], rules)
+    return [d._replace(finding=f) for d, f in zip(diagnosed, judged, strict=True)], problems
+
+
+def _helpers_left_out(found: list[ProcessFacts], given: tuple[int, ...]) -> list[ProcessFacts]:
+    """Inductor's compile workers are read as part of their parent (its CPU time, its finding), not
+    on their own, unless named."""
+    helpers = findings.load().helpers
+    kept = [p for p in found if p.pid in given or not any(h in p.command for h in helpers)]
+    return kept or found
+
+
+def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, JsonValue]]]:
+    found, problems = _processes(options)
+    if not found:
+        if len(problems) == 1:
+            raise LazylogError(problems[0].code, problems[0].message)
+        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
+    diagnosed, unread = _judged(options, spec, _helpers_left_out(found, options.pids))
+    problems += unread
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)
     entries = [render.entry(d, options.program) for d in diagnosed]

@@ -58,10 +58,21 @@ def parse(text: str) -> Sample:
     return tuple(
         Stack(
             str(thread.get("thread_name") or thread.get("thread_id")),
-            tuple(Frame(str(f["name"]), str(f["filename"]), int(f["line"])) for f in thread["frames"]),
+            tuple(
+                Frame(str(f["name"]), str(f["filename"]), int(f["line"]), _locals(f.get("locals")))
+                for f in thread["frames"]
+            ),
         )
         for thread in threads
     )
+
+
+def _locals(found: object) -> tuple[tuple[str, str], ...]:
+    """A frame's locals as `dump --locals` gives them: each name with py-spy's repr (a string's is in
+    double quotes, cut with `...` past about 128 characters)."""
+    if not isinstance(found, list):
+        return ()
+    return tuple((str(v["name"]), str(v.get("repr", ""))) for v in found if isinstance(v, dict))
 
 
 class Failed(Exception):
@@ -73,10 +84,10 @@ class Failed(Exception):
         self.denied = denied
 
 
-def dump(spy: str, pid: int) -> Sample:
+def dump(spy: str, pid: int, with_locals: bool = False) -> Sample:
     try:
         done = subprocess.run(
-            [spy, "dump", "--json", "--pid", str(pid)],
+            [spy, "dump", "--json", *(["--locals"] if with_locals else []), "--pid", str(pid)],
             capture_output=True,
             text=True,
             timeout=TIMEOUT,

@@ -4,6 +4,11 @@ Eager: `OperatorIssue.operator_str` (torch/_inductor/exc.py) called directly fro
 `GraphLowering.call_function` (torch/_inductor/graph.py): the text torch < 2.13 builds for a log line
 that is filtered out. Through logging (`LazyString.__str__`): a lazy torch building the text because
 INFO is on for torch._inductor, which the patch does not make free.
+
+Otherwise the findings of the data (patches/diagnose_findings.json) are walked in order: the first
+whose frames every sample shows and whose evidence (read by procs, passed in) says so wins; then busy
+and moving (CPU time rising between two looks, the stack changing or in a compile phase); then the
+torch's own state. Ranks in a collective are judged again against their siblings (`with_peers`).
 """
 
 from __future__ import annotations
@@ -11,13 +16,32 @@ from __future__ import annotations
 from typing import Literal
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose.model import Finding, Frame, Kind, ProcessFacts, Sample, Stack, TorchFacts
+from patcher.diagnose import findings
+from patcher.diagnose.findings import Rule, Rules
+from patcher.diagnose.model import (
+    Cpu,
+    Evidence,
+    Finding,
+    Frame,
+    Kind,
+    Peers,
+    ProcessFacts,
+    Rank,
+    Sample,
+    Stack,
+    TorchFacts,
+)
 
 Formatting = Literal["eager", "logging", "other"]
 INNERMOST = 5  # frames shown when the process is not formatting
 # A start is known to a clock tick (10 ms, rounded down): a change within this of it may predate it.
 # Nothing is lost: a process imports graph.py seconds after it starts (torch's import alone takes that).
 START_RESOLUTION = 0.05
+# Busy: CPU seconds per second between the two looks, the process and all below it (its compile
+# workers, their compilers). A sleeping process uses none; one compiling, about one or more.
+BUSY_SHARE = 0.2
+NOTHING_READ = Evidence()
+PROGRESS: tuple[Kind, ...] = ("moving", "info-formatting")  # a rank its peers may wait for
 
 
 def _named(frame: Frame, name: str, file: str) -> bool:
@@ -51,11 +75,11 @@ def _shown(stack: Stack, index: int) -> tuple[Frame, ...]:
     return (frames[0], *frames[index : index + 3]) if index > 0 else frames[index : index + 3]
 
 
-def _innermost(samples: list[Sample]) -> tuple[Frame, ...]:
+def _innermost(samples: list[Sample], depth: int | None = INNERMOST) -> tuple[Frame, ...]:
     for sample in reversed(samples):
         stacks = sorted((s for s in sample if s.frames), key=lambda s: s.thread != "MainThread")
         if stacks:
-            return stacks[0].frames[:INNERMOST]
+            return stacks[0].frames[:depth]
     return ()
 
 
@@ -92,7 +116,19 @@ def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> 
     return "unknown-torch", code if code is not None else ExitCode.ENVIRONMENT
 
 
-def finding_of(process: ProcessFacts, samples: list[Sample], torch: TorchFacts | None) -> Finding:
+def wanted(samples: list[Sample], rules: Rules) -> set[str]:
+    """The evidence the findings matched by every sample's frames ask for (read before judging)."""
+    return {r.evidence for r in rules.matched() if r.evidence and _every(samples, r)}
+
+
+def finding_of(
+    process: ProcessFacts,
+    samples: list[Sample],
+    torch: TorchFacts | None,
+    evidence: Evidence = NOTHING_READ,
+    rules: Rules | None = None,
+) -> Finding:
+    rules = rules or findings.load()
     eager, eager_depth, eager_frames = _tally(samples, "eager")
     logging, logging_depth, logging_frames = _tally(samples, "logging")
     restart = restart_needed(process, torch)
@@ -103,4 +139,91 @@ def finding_of(process: ProcessFacts, samples: list[Sample], torch: TorchFacts |
         count, depth, frames = logging, logging_depth, logging_frames
     else:
         count, depth, frames = 0, 0, _innermost(samples)
-    return Finding(kind, code, len(samples), count, depth, frames, restart)
+    found = Finding(kind, code, len(samples), count, depth, frames, restart, evidence=evidence)
+    if kind not in ("eager-formatting", "info-formatting"):
+        found = _stalled(found, samples, rules) or _moving(found, samples, rules) or found
+    return found._replace(id=rules.by_kind(found.kind).id)
+
+
+def _every(samples: list[Sample], rule: Rule) -> bool:
+    return bool(samples) and all(findings.sample_matches(s, rule) for s in samples)
+
+
+def _stalled(found: Finding, samples: list[Sample], rules: Rules) -> Finding | None:
+    """The first finding of the data whose frames every sample shows and whose evidence says so."""
+    for rule in rules.matched():
+        if _every(samples, rule) and holds(rule, found._replace(peers=None)):
+            code = rule.code if rule.code is not None else found.code
+            return found._replace(
+                kind=rule.kind, code=code, waiting=findings.waiting_frame(samples[-1], rule)
+            )
+    return None
+
+
+def holds(rule: Rule, found: Finding) -> bool:
+    """Whether what the finding read is what the rule's `when` asks for."""
+    lock, workers, peers = found.evidence.lock, found.evidence.workers, found.peers
+    said = {
+        "found": lock is not None and lock.whole and lock.age is not None,
+        "held": lock is not None and bool(lock.holders),
+        "sidecar": workers is not None and workers.sidecar is not None,
+        "odd": peers is not None and bool(peers.odd),
+        "odd_moving": peers is not None and bool(peers.odd) and all(r.kind in PROGRESS for r in peers.odd),
+    }
+    return all(said[name] == value for name, value in rule.when)
+
+
+def busy(cpu: Cpu | None) -> bool:
+    return cpu is not None and cpu.wall > 0 and cpu.seconds >= BUSY_SHARE * cpu.wall
+
+
+def phase_of(samples: list[Sample], rules: Rules) -> str | None:
+    """What the busiest-looking thread compiles, from the innermost frame a phase of the data names;
+    None when it compiles nothing (an import runs torch's modules, and compiles nothing)."""
+    frames = _innermost(samples[-1:], depth=None)
+    if any(p.matches(f) for f in frames for p in rules.importing):
+        return None
+    for frame in frames:
+        for phase in rules.phases:
+            if phase.frame.matches(frame):
+                return phase.phase.format(function=frame.name.rsplit(".", 1)[-1])
+    return None
+
+
+def _moving(found: Finding, samples: list[Sample], rules: Rules) -> Finding | None:
+    """Busy and moving: CPU time rising between the looks (the process's, or its compile workers'
+    and their compilers') while its stack is in a phase of a compile. A busy process elsewhere (an
+    import, a model running) is judged by its torch, as before."""
+    phase = phase_of(samples, rules)
+    if not busy(found.evidence.cpu) or phase is None:
+        return None
+    return found._replace(kind="moving", code=ExitCode.OK, phase=phase)
+
+
+def with_peers(judged: list[tuple[ProcessFacts, Finding]], rules: Rules | None = None) -> list[Finding]:
+    """Ranks of one server are siblings: a rank in a collective is judged again against its
+    siblings, naming those not in one (and where they are); those are told who waits for them."""
+    rules = rules or findings.load()
+    collective = {r.kind for r in rules.matched() if r.evidence == "peers"}
+    out = []
+    for process, found in judged:
+        siblings = [(p, f) for p, f in judged if p.parent == process.parent and p.pid != process.pid]
+        waiting = [p.pid for p, f in siblings if f.kind in collective]
+        odd = [Rank(p.pid, f.kind, _where(f)) for p, f in siblings if f.kind not in collective]
+        if found.kind in collective and found.waiting is not None and siblings:
+            name = found.waiting.name.rsplit(".", 1)[-1]
+            found = _rejudged(found._replace(peers=Peers(name, (process.pid, *waiting), tuple(odd))), rules)
+        elif found.kind not in collective and waiting:
+            found = found._replace(awaited_by=tuple(waiting))
+        out.append(found)
+    return out
+
+
+def _rejudged(found: Finding, rules: Rules) -> Finding:
+    rule = next(r for r in rules.matched() if r.evidence == "peers" and holds(r, found))
+    code = rule.code if rule.code is not None else found.code
+    return found._replace(kind=rule.kind, code=code, id=rule.id)
+
+
+def _where(found: Finding) -> str:
+    return found.frames[0].where() if found.frames else "no Python frames"

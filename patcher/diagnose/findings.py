@@ -1,0 +1,161 @@
+"""diagnose's findings as data (patches/diagnose_findings.json, shipped as patcher/patches/): each an ID,
+the frames that match it, the evidence it reads, its sentence and its step. Parsed into typed rules;
+matching a stack against them is pure."""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from patcher.core.errors import ExitCode
+from patcher.diagnose.model import Frame, Kind, Sample, Stack
+
+NAME = "diagnose_findings.json"
+TORCH_CODE = "TORCH"  # the code of the loaded torch's state (verify's)
+CUT = "..."  # how py-spy ends a repr it cut short
+
+
+class FramePattern(NamedTuple):
+    files: tuple[str, ...]  # a file's path from its package on; one ending in "/" is a directory
+    functions: tuple[str, ...]  # the function's own name (py-spy qualifies it on 3.11+); "*": any
+
+    def matches(self, frame: Frame) -> bool:
+        name = frame.name.rsplit(".", 1)[-1]
+        return ("*" in self.functions or name in self.functions) and any(
+            in_file(frame.filename, f) for f in self.files
+        )
+
+
+ThreadPattern = tuple[FramePattern, ...]  # every one present in one thread's stack
+
+
+class Rule(NamedTuple):
+    id: str
+    kind: Kind
+    code: ExitCode | None  # None: the loaded torch's (verify's) code
+    said: str
+    next: str | None = None
+    threads: tuple[ThreadPattern, ...] = ()  # empty: judged by code (`judged`)
+    evidence: str | None = None  # "lock", "workers" or "peers"
+    when: tuple[tuple[str, bool], ...] = ()
+    judged: str | None = None  # "formatting", "progress" or "torch"
+
+
+class LockSource(NamedTuple):
+    """Where a lock's path is found: a local of a frame, joined with a name (torch: build_directory/lock)."""
+
+    frame: FramePattern
+    local: str
+    join: str
+
+
+class Phase(NamedTuple):
+    frame: FramePattern
+    phase: str  # may name `{function}`
+
+
+class Rules(NamedTuple):
+    findings: tuple[Rule, ...]
+    locks: tuple[LockSource, ...]
+    helpers: tuple[str, ...]  # a command line naming one of these is a helper of its parent
+    phases: tuple[Phase, ...]
+    importing: tuple[FramePattern, ...]  # a stack with one of these imports: busy, but not compiling
+
+    def by_kind(self, kind: str) -> Rule:
+        return next(r for r in self.findings if r.kind == kind)
+
+    def matched(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.findings if r.threads)
+
+
+def in_file(filename: str, pattern: str) -> bool:
+    path = "/" + filename.replace("\\", "/")
+    return f"/{pattern}" in path if pattern.endswith("/") else path.endswith(f"/{pattern}")
+
+
+def _frame(data: dict[str, Any]) -> FramePattern:
+    files, functions = data["file"], data["function"]
+    return FramePattern(
+        tuple([files] if isinstance(files, str) else files),
+        tuple([functions] if isinstance(functions, str) else functions),
+    )
+
+
+def _rule(data: dict[str, Any]) -> Rule:
+    return Rule(
+        id=data["id"],
+        kind=data["kind"],
+        code=None if data["code"] == TORCH_CODE else ExitCode[data["code"]],
+        said=data["said"],
+        next=data.get("next"),
+        threads=tuple(tuple(map(_frame, thread)) for thread in data.get("threads", [])),
+        evidence=data.get("evidence"),
+        when=tuple(data.get("when", {}).items()),
+        judged=data.get("judged"),
+    )
+
+
+def parse(text: str) -> Rules:
+    data = json.loads(text)
+    return Rules(
+        findings=tuple(map(_rule, data["findings"])),
+        locks=tuple(LockSource(_frame(s), s["local"], s["join"]) for s in data["locks"]),
+        helpers=tuple(data["helpers"]),
+        phases=tuple(Phase(_frame(p), p["phase"]) for p in data["phases"]),
+        importing=tuple(map(_frame, data["importing"])),
+    )
+
+
+def _text() -> str:
+    """The file wherever the package is: installed or packed in the single file (patcher.patches),
+    or a checkout run as it is (its top-level patches/)."""
+    from importlib import import_module
+    from importlib.resources import files
+
+    try:
+        package = import_module("patcher.patches")
+    except ModuleNotFoundError:
+        return (Path(__file__).resolve().parent.parent.parent / "patches" / NAME).read_text(encoding="utf-8")
+    return files(package).joinpath(NAME).read_text(encoding="utf-8")
+
+
+@functools.cache
+def load() -> Rules:
+    return parse(_text())
+
+
+def thread_matches(stack: Stack, pattern: ThreadPattern) -> bool:
+    return all(any(p.matches(frame) for frame in stack.frames) for p in pattern)
+
+
+def sample_matches(sample: tuple[Stack, ...], rule: Rule) -> bool:
+    return bool(rule.threads) and all(any(thread_matches(s, t) for s in sample) for t in rule.threads)
+
+
+def waiting_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
+    """Where the process waits: the outermost frame the rule's first thread pattern names (the
+    caller that decided to wait: `AsyncCompile.wait` over `Future.result`)."""
+    for stack in sample:
+        if rule.threads and thread_matches(stack, rule.threads[0]):
+            return [f for f in stack.frames if any(p.matches(f) for p in rule.threads[0])][-1]
+    return None
+
+
+def _value(found: str) -> tuple[str, bool]:
+    """A string local as py-spy shows it: its text, and whether py-spy cut it short."""
+    text = found[1:-1] if len(found) >= 2 and found[0] == found[-1] and found[0] in "\"'" else found
+    return (text[: -len(CUT)], True) if text.endswith(CUT) else (text, False)
+
+
+def lock_named(sample: Sample, rules: Rules) -> tuple[str, bool, str] | None:
+    """The lock a frame's locals name (the process's view): the local's text, whether py-spy cut it
+    short, and the name joined to it (`lock` for torch's build directory)."""
+    for source in rules.locks:
+        for stack in sample:
+            for frame in stack.frames:
+                found = dict(frame.locals).get(source.local) if source.frame.matches(frame) else None
+                if found is not None:
+                    return (*_value(found), source.join)
+    return None

@@ -1,0 +1,108 @@
+"""Starts that sit silently for reasons other than the eager formatting, on real torch, on the CPU.
+
+`python stalls.py TAG WHAT [ARG...]`, run by path in a torch venv's interpreter (imports nothing of
+this checkout); TAG is an argument only, so a test can find its processes.
+
+  lock SOURCE     cpp_extension.load("x", sources=[SOURCE]): with $TORCH_EXTENSIONS_DIR/x/lock already
+                  there, it waits in FileBaton.wait before any compiler is needed; prints `wait ended`
+                  once the lock is gone
+  hold LOCK       torch's FileBaton takes LOCK and keeps it (the fd stays open): a build in progress
+  ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT: rank 0 waits in
+                  barrier(), rank 1 sits in hold_back()
+  workers         Inductor's SubprocPool(2) with one long job; prints the sidecar's PID, then waits on
+                  the job's result
+  compile         compiles one new function after another, forever, printing a count after each
+"""
+
+import os
+import subprocess
+import sys
+import time
+
+
+def lock(source: str) -> None:
+    from torch.utils import cpp_extension
+
+    print("loading", flush=True)
+    try:
+        cpp_extension.load("x", sources=[source])
+    except Exception as exc:  # the build directory holds no library: the wait has ended all the same
+        print(f"wait ended ({type(exc).__name__})", flush=True)
+    else:
+        print("wait ended", flush=True)
+
+
+def hold(path: str) -> None:
+    from torch.utils.file_baton import FileBaton
+
+    baton = FileBaton(path)
+    assert baton.try_acquire(), f"{path} is taken"
+    print("held", flush=True)
+    time.sleep(3600)
+
+
+def ranks(port: str) -> int:
+    children = [
+        subprocess.Popen([sys.executable, __file__, sys.argv[1], "rank", port, str(r)]) for r in (0, 1)
+    ]
+    return max(child.wait() for child in children)
+
+
+def hold_back() -> None:
+    time.sleep(3600)  # a rank elsewhere: a cache miss, a lock, a slow load
+
+
+def rank(port: str, number: int) -> None:
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=number, world_size=2)
+    print(f"rank {number} joined", flush=True)
+    if number == 0:
+        dist.barrier()
+    else:
+        hold_back()
+
+
+def workers() -> None:
+    from torch._inductor.compile_worker.subproc_pool import SubprocPool
+
+    pool = SubprocPool(2)
+    future = pool.submit(time.sleep, 3600)
+    print(f"sidecar {pool.process.pid} ", flush=True)
+    future.result()
+
+
+def compile_forever() -> None:
+    import torch
+
+    x = torch.randn(64)
+    count = 0
+    while True:
+        count += 1
+        scope: dict[str, object] = {}
+        source = f"def f(x):\n    return torch.sin(x) * {count} + torch.cos(x * {count + 1})\n"
+        exec(source, {"torch": torch}, scope)
+        torch.compile(scope["f"])(x)
+        print(count, flush=True)
+
+
+def main(argv: list[str]) -> int:
+    what, args = argv[2], argv[3:]
+    if what == "lock":
+        lock(args[0])
+    elif what == "hold":
+        hold(args[0])
+    elif what == "ranks":
+        return ranks(args[0])
+    elif what == "rank":
+        rank(args[0], int(args[1]))
+    elif what == "workers":
+        workers()
+    elif what == "compile":
+        compile_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,196 @@
+"""diagnose names the other silent stalls of a start, on live processes of real torch 2.10.0 on the
+CPU (tests/scenarios/stalls.py): a JIT build lock left behind or held, ranks out of step at a
+collective, Inductor's compile workers gone, and a busy compile that is progress. Every process a
+test starts is killed in a finally, the orphaned compile workers too (they outlive their parent)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+import pytest
+
+from patcher.diagnose import procs, stacks
+from tests.conftest import torch_venv
+from tests.diagnosing import diagnose_json, diagnose_text
+
+SCENARIO = Path(__file__).parent / "scenarios" / "stalls.py"
+TAG = "diagnose-stalls"  # an argument that marks this suite's processes
+
+pytestmark = [pytest.mark.e2e]
+
+
+@contextmanager
+def _running(tmp: Path, name: str, *args: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
+    python = torch_venv("2.10.0") / "bin" / "python"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp)) | variables
+    out = (tmp / f"{name}.out").open("w")
+    process = subprocess.Popen([str(python), str(SCENARIO), TAG, *args], stdout=out,
+                               stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
+    try:
+        yield process
+    finally:
+        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        process.wait(timeout=30)
+        out.close()
+
+
+def _printed(tmp: Path, name: str, text: str, timeout: float = 180) -> str:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if text in (shown := (tmp / f"{name}.out").read_text()):
+            return shown
+        time.sleep(0.2)
+    pytest.fail(f"{name} never printed {text!r} in {timeout:.0f} s: {shown[-2000:]}")
+
+
+def _in(pid: int, function: str, file: str, timeout: float = 180) -> None:
+    """Until a py-spy dump shows `function` of `file` in one of the process's threads."""
+    spy, end = stacks.find(), time.monotonic() + timeout
+    while time.monotonic() < end:
+        with suppress(stacks.Failed):
+            frames = [f for s in stacks.dump(spy, pid) for f in s.frames]
+            if any(f.name.rsplit(".", 1)[-1] == function and f.filename.endswith(file) for f in frames):
+                return
+        time.sleep(0.5)
+    pytest.fail(f"process {pid} never reached {function} ({file}) in {timeout:.0f} s")
+
+
+def _stale_lock(tmp: Path) -> tuple[Path, Path]:
+    """TORCH_EXTENSIONS_DIR with x/lock in it already (a build killed midway), and a source for x."""
+    (tmp / "ext" / "x").mkdir(parents=True)
+    (tmp / "ext" / "x" / "lock").touch()
+    (tmp / "x.cpp").write_text("int x() { return 1; }\n")
+    return tmp / "ext", tmp / "x.cpp"
+
+
+def test_a_stale_jit_lock_is_named_and_its_removal_as_printed_ends_the_wait(tmp_path: Path) -> None:
+    extensions, source = _stale_lock(tmp_path)
+    lock = extensions / "x" / "lock"
+    with _running(tmp_path, "lock", "lock", str(source), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+        _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+        code, report, _ = diagnose_json(str(waiter.pid))
+        (entry,) = report["processes"]
+        assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["id"] == "TL-D101", report
+        assert f"JIT build lock {lock}" in entry["message"] and "no process holds it open" in entry["message"]
+        assert entry["evidence"]["lock"]["holders"] == [] and entry["evidence"]["lock"]["age_s"] >= 0
+        step = f"rm -- {shlex.quote(str(lock))}"
+        assert report["next"] == entry["next"] == step
+        text = diagnose_text(str(waiter.pid))
+        assert text.returncode == 6 and text.stdout.splitlines()[-1] == f"Next: {step}", text.stdout
+        assert lock.exists() and waiter.poll() is None  # read, nothing removed: still waiting
+        printed = text.stdout.splitlines()[-1].removeprefix("Next: ")
+        subprocess.run(["bash", "-c", printed], check=True)
+        _printed(tmp_path, "lock", "wait ended", timeout=30)
+
+
+def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal(tmp_path: Path) -> None:
+    extensions, source = _stale_lock(tmp_path)
+    lock = extensions / "x" / "lock"
+    lock.unlink()
+    with _running(tmp_path, "hold", "hold", str(lock)) as holder:
+        _printed(tmp_path, "hold", "held")
+        with _running(tmp_path, "lock", "lock", str(source), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+            _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+            code, report, _ = diagnose_json(str(waiter.pid))
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == "jit-lock-held" and entry["id"] == "TL-D102", report
+            assert f"held open by PID {holder.pid} (" in entry["message"], entry["message"]
+            assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
+            assert report["next"] is None and "rm " not in entry["message"]
+            assert "Do not remove the lock" in entry["message"]
+            assert lock.exists() and waiter.poll() is None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _children(pid: int, count: int, timeout: float = 60) -> list[int]:
+    end = time.monotonic() + timeout
+    while len(found := procs.descendants(pid, procs.parents())) < count and time.monotonic() < end:
+        time.sleep(0.2)
+    assert len(found) >= count, found
+    return found
+
+
+def test_ranks_out_of_step_name_the_odd_rank_and_its_function(tmp_path: Path) -> None:
+    with _running(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
+        ranks = _children(launcher.pid, 2)
+        by_rank = {procs.command_line(pid)[-1]: pid for pid in ranks}
+        waiting, odd = by_rank["0"], by_rank["1"]
+        _in(waiting, "barrier", "torch/distributed/distributed_c10d.py")
+        _in(odd, "hold_back", "stalls.py")
+        code, report, _ = diagnose_json(str(launcher.pid))
+        entries = {e["pid"]: e for e in report["processes"]}
+        assert set(entries) == {waiting, odd}, report  # the launcher has no torch loaded
+        first = entries[waiting]
+        assert (first["finding"], first["id"], first["exit_code"]) == ("ranks-out-of-step", "TL-D301", 6)
+        # its own finding depends on the shared venv's torch (eager here, unless a suite patched it)
+        assert re.search(
+            rf"PID {odd} \({entries[odd]['finding']}\) in hold_back \(stalls.py:\d+\)", first["message"]
+        )
+        assert "waits in the collective barrier" in first["message"]
+        assert [r["pid"] for r in first["evidence"]["odd"]] == [odd]
+        assert entries[odd]["evidence"]["awaited_by"] == [waiting]
+        assert code in (1, 6)  # 1 when the odd rank's torch formats eagerly (the venv's, unpatched)
+
+
+def _carrying(parent: int) -> list[int]:
+    """Live processes whose command line carries --parent=PARENT (the sidecar and its workers)."""
+    return [p for p in procs.pids() if f"--parent={parent}" in procs.command_line(p) and not procs.gone(p)]
+
+
+def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: Path) -> None:
+    with _running(tmp_path, "workers", "workers") as parent:
+        try:
+            shown = _printed(tmp_path, "workers", "sidecar ")
+            sidecar = int(shown.split("sidecar ", 1)[1].split()[0])
+            end = time.monotonic() + 120
+            while len(_carrying(parent.pid)) < 2 and time.monotonic() < end:  # a worker runs the job
+                time.sleep(0.2)
+            _in(parent.pid, "_recv_msg", "compile_worker/subproc_pool.py")
+            code, report, _ = diagnose_json(str(parent.pid))
+            (entry,) = report["processes"]  # the sidecar and its workers are read as the parent's
+            assert entry["finding"] != "compile-workers-gone", report  # alive: waiting is normal
+            os.kill(sidecar, 9)
+            while not procs.gone(sidecar):
+                time.sleep(0.1)
+            orphans = sorted(_carrying(parent.pid))
+            assert orphans and sidecar not in orphans
+            code, report, _ = diagnose_json(str(parent.pid))
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == "compile-workers-gone" and entry["id"] == "TL-D201", (
+                report
+            )
+            assert entry["evidence"]["orphans"] == orphans and entry["evidence"]["sidecar"] is None
+            assert " ".join(map(str, orphans)) in entry["message"]
+            assert "TORCHINDUCTOR_COMPILE_THREADS=1" in report["next"] and parent.poll() is None
+        finally:
+            for pid in _carrying(parent.pid):
+                with suppress(ProcessLookupError):
+                    os.kill(pid, 9)
+
+
+def test_a_loop_compiling_new_functions_is_moving_and_exit_0(tmp_path: Path) -> None:
+    with _running(tmp_path, "compile", "compile") as process:
+        _printed(tmp_path, "compile", "\n2\n", timeout=300)  # warm: past the first compiles
+        code, report, _ = diagnose_json(str(process.pid), "--samples", "5", "--interval", "0.2")
+        (entry,) = report["processes"]
+        assert code == 0 and entry["finding"] == "moving" and entry["id"] == "TL-D401", report
+        assert entry["evidence"]["cpu_s"] > 0 and entry["evidence"]["phase"], entry
+        assert "is busy and moving" in entry["message"] and report["next"] is None
+        for word in ("rm ", "kill", "remove"):
+            assert word not in entry["message"]
