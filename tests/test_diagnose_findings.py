@@ -11,7 +11,8 @@ from typing import Any, get_args
 
 import pytest
 
-from patcher.core.errors import ExitCode
+from patcher.core.errors import Advice, ExitCode
+from patcher.core.report import Report
 from patcher.diagnose import findings, procs, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,
@@ -29,8 +30,15 @@ from patcher.diagnose.model import (
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
-EAGER = TorchFacts("pristine", ExitCode.EAGER, "graph.py is unpatched, eager", "2.10.0", 100.0)
-LAZY = TorchFacts("patched", ExitCode.OK, "graph.py is patched", "2.10.0", 100.0)
+EAGER = TorchFacts(
+    Report(
+        "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
+    ),
+    100.0,
+)
+LAZY = TorchFacts(
+    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
+)
 LOCK = "/tmp/run/ext/x/lock"  # as the recorded process named it: build_directory + /lock
 BUSY, IDLE = Cpu(0.4, 0.5), Cpu(0.0, 0.5)
 
@@ -234,7 +242,7 @@ def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -
     stale = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     lazy = _judged("rank-elsewhere", Evidence(cpu=IDLE), LAZY, pid=3)
     assert render.report([lazy, stale], []).code == ExitCode.STALLED
-    assert render.report([lazy, stale], []).next == f"rm -- {LOCK}"
+    assert render.report([lazy, stale], []).next == Advice(f"rm -- {LOCK}")
     assert render.report([stale, eager], []).code == ExitCode.EAGER
 
 

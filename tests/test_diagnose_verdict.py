@@ -10,13 +10,31 @@ from typing import Any
 import pytest
 
 from patcher.core.errors import Advice, ExitCode
+from patcher.core.report import Report
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
-EAGER = TorchFacts("pristine", ExitCode.EAGER, "graph.py is unpatched, eager", "2.10.0", 100.0)
-LAZY = TorchFacts("patched", ExitCode.OK, "graph.py is patched", "2.10.0", 100.0)
-UNKNOWN = TorchFacts("unknown", ExitCode.REFUSED, "graph.py is not one torch-lazylog knows", None, 100.0)
+EAGER = TorchFacts(
+    Report(
+        "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
+    ),
+    100.0,
+)
+LAZY = TorchFacts(
+    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
+)
+UNKNOWN = TorchFacts(
+    Report(
+        "verify",
+        "unknown",
+        False,
+        "graph.py is not one torch-lazylog knows",
+        ExitCode.REFUSED,
+        torch_version=None,
+    ),
+    100.0,
+)
 
 
 def _process(started: float = 200.0, **changes: Any) -> ProcessFacts:

@@ -29,6 +29,8 @@ EXIT_CODE_HELP = """Exit codes:
   4  environment error: torch not found, not writable, broken install;
      diagnose: a process it may not read (ptrace rights), py-spy missing, no torch loaded
   5  the result could not be printed (stdout closed or full)
+  6  diagnose: a process waits on another stall (a JIT build lock, ranks out of
+     step, compile workers gone); 1 outranks it
   130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""
 
 

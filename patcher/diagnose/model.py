@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from patcher.core.errors import ExitCode
+from patcher.core.report import Report
 
 
 class Frame(NamedTuple):
@@ -48,16 +49,11 @@ class ProcessFacts(NamedTuple):
 
 
 class TorchFacts(NamedTuple):
-    """The loaded torch as verify reads it from its bytes."""
+    """The loaded torch: verify's one result on its bytes (a refusal or an error as its report: code
+    OK lazy, EAGER, REFUSED unknown, ENVIRONMENT unreadable), and when graph.py last changed."""
 
-    state: str
-    code: ExitCode  # verify's: OK lazy, EAGER, REFUSED unknown, ENVIRONMENT unreadable
-    message: str
-    version: str | None
+    report: Report
     changed: float | None  # graph.py's ctime: when it was last written, renamed or reinstalled
-    sha256: str | None = None  # graph.py's, and the release it matched and how, as verify says
-    release: str | None = None
-    match: str | None = None
 
 
 Kind = Literal[

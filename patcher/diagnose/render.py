@@ -51,7 +51,7 @@ def _where(d: Diagnosed) -> str:
 
 def _torch(d: Diagnosed) -> str:
     """verify's sentence on the torch it loaded (which names its version and directory)."""
-    return f"the torch it loaded: {d.torch.message.rstrip('.')}"
+    return f"the torch it loaded: {d.torch.report.message.rstrip('.')}"
 
 
 def _restart(d: Diagnosed) -> str:
@@ -124,7 +124,7 @@ def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
     step = findings.load().by_kind(d.finding.kind).next
     if step is not None:
         return step.format(**_fields(d))
-    if d.finding.code != ExitCode.EAGER or d.torch.code != ExitCode.EAGER:
+    if d.finding.code != ExitCode.EAGER or d.torch.report.code != ExitCode.EAGER:
         return None
     if not d.process.owns_torch and d.process.torch_dir is not None:
         return f"{program} apply --torch-dir {shlex.quote(d.process.torch_dir)}"
@@ -210,8 +210,8 @@ def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
         "container": p.container,
         "torch_dir": p.torch_dir,
         "torch_dir_read_at": p.torch_seen_at,
-        "torch_version": d.torch.version,
-        "state": d.torch.state,
+        "torch_version": d.torch.report.torch_version,
+        "state": d.torch.report.state,
         "samples": f.samples,
         "in_formatting": f.in_formatting,
         "str_depth": f.depth,
@@ -239,8 +239,8 @@ def report(found: list[Diagnosed], problems: list[Unreadable], program: str = "t
     text = "\n".join(lines)
     if first is None:
         return Report("diagnose", "unknown", False, text, code)
-    state = first.torch.state
-    shared = first.torch if len({d.process.torch_seen_at for d in found}) == 1 else None
+    state = first.torch.report.state
+    shared = first.torch.report if len({d.process.torch_seen_at for d in found}) == 1 else None
     return Report(
         "diagnose",
         state,
@@ -250,7 +250,7 @@ def report(found: list[Diagnosed], problems: list[Unreadable], program: str = "t
         next=Advice(shown)
         if (shown := next((n for d in found if (n := next_step(d, program))), None))
         else None,
-        torch_version=first.torch.version,
+        torch_version=first.torch.report.torch_version,
         torch_dir=first.process.torch_seen_at,
         graph_py=f"{first.process.torch_seen_at}/_inductor/graph.py",
         sha256=shared.sha256 if shared else None,

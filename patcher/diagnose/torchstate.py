@@ -14,6 +14,7 @@ from pathlib import Path
 
 from patcher.core.errors import ExitCode, LazylogError
 from patcher.core.installed import Interpreter, Target, undo_path
+from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.diagnose.model import ProcessFacts, TorchFacts
 from patcher.install.locate import find_dist_info, read_torch_version
@@ -57,17 +58,10 @@ def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
         version, changed = found.torch_version, os.stat(found.graph).st_ctime
         report = reading.verify(found, spec)
     except LazylogError as exc:
-        return TorchFacts(exc.state, exc.code, exc.text(), version, changed)
+        return TorchFacts(
+            Report("verify", exc.state, False, exc.text(), exc.code, torch_version=version), changed
+        )
     except OSError as exc:
         message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
-        return TorchFacts("unknown", ExitCode.ENVIRONMENT, message, None, None)
-    return TorchFacts(
-        report.state,
-        report.code,
-        report.message,
-        report.torch_version,
-        changed,
-        report.sha256,
-        report.release,
-        report.match,
-    )
+        return TorchFacts(Report("verify", "unknown", False, message, ExitCode.ENVIRONMENT), None)
+    return TorchFacts(report, changed)

@@ -102,7 +102,7 @@ def restart_needed(process: ProcessFacts, torch: TorchFacts | None) -> bool:
 
 
 def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> tuple[Kind, ExitCode]:
-    code = torch.code if torch is not None else None
+    code = torch.report.code if torch is not None else None
     if eager:
         return "eager-formatting", ExitCode.EAGER
     if code == ExitCode.EAGER:

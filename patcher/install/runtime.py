@@ -105,6 +105,26 @@ def run(target: Target, report: Report, static: str) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
     the static report's state, as read."""
+    result = _checked(target, report, static)
+    static_check: dict[str, JsonValue] = {
+        "name": "static",
+        "passed": report.code == ExitCode.OK,
+        "detail": report.message,
+    }
+    failed = [c for c in result["checks"] if not c["passed"]]
+    all_checks = (static_check, *result["checks"])
+    if failed:
+        message, state = _failed(report, failed)
+        code = max(report.code, ExitCode.EAGER)
+        return report._replace(message=message, state=state, code=code, checks=all_checks)
+    message = (
+        report.message.rstrip(".") + f". Runtime: {len(all_checks)} checks passed on Inductor's real path."
+    )
+    return report._replace(message=message, checks=all_checks)
+
+
+def _checked(target: Target, report: Report, static: str) -> ProbeResult:
+    """The probe's result, once it has run the checks on this torch; else why it could not."""
     if target.owner is None:  # a tree no interpreter owns: the tool's own Python is not its server's
         raise _needs_python(target, report, static)
     try:
@@ -127,18 +147,4 @@ def run(target: Target, report: Report, static: str) -> Report:
         )
     if result.get("unable"):
         raise _not_run(report, str(result["unable"]), static)
-    static_check: dict[str, JsonValue] = {
-        "name": "static",
-        "passed": report.code == ExitCode.OK,
-        "detail": report.message,
-    }
-    failed = [c for c in result["checks"] if not c["passed"]]
-    all_checks = (static_check, *result["checks"])
-    if failed:
-        message, state = _failed(report, failed)
-        code = max(report.code, ExitCode.EAGER)
-        return report._replace(message=message, state=state, code=code, checks=all_checks)
-    message = (
-        report.message.rstrip(".") + f". Runtime: {len(all_checks)} checks passed on Inductor's real path."
-    )
-    return report._replace(message=message, checks=all_checks)
+    return result
