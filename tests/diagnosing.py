@@ -8,12 +8,48 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from patcher.core.errors import ExitCode
+from patcher.core.report import Report
+from patcher.diagnose import procs
+from patcher.diagnose.model import TorchFacts
+
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
+
+# The loaded torch as verify reads it, for the verdict's pure tests.
+EAGER_TORCH = TorchFacts(
+    Report(
+        "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
+    ),
+    100.0,
+)
+LAZY_TORCH = TorchFacts(
+    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
+)
+
+
+@contextmanager
+def running(command: list[str], tmp: Path, name: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
+    """`command` in the background, its output in tmp/NAME.out and a fresh Inductor cache; it and
+    every process it started are killed at the end."""
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp)) | variables
+    out = (tmp / f"{name}.out").open("w")
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True, env=env,
+                               start_new_session=True)  # fmt: skip
+    try:
+        yield process
+    finally:
+        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
+            with suppress(ProcessLookupError):
+                os.kill(pid, 9)
+        process.wait(timeout=30)
+        out.close()
 
 
 def diagnose_json(

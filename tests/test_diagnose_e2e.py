@@ -10,15 +10,13 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
 
 from patcher.diagnose import procs, stacks, verdict
 from tests.conftest import need, torch_venv
-from tests.diagnosing import diagnose_json, diagnose_text
+from tests.diagnosing import diagnose_json, diagnose_text, running
 from tests.docs import command, commands
 from tests.helpers import venv_tool
 
@@ -27,23 +25,6 @@ TAG = "diagnose-e2e"  # an argument that marks this suite's processes
 DEEP = 26  # minutes unpatched: still formatting when read
 
 pytestmark = [pytest.mark.e2e, pytest.mark.usefixtures("shared_torch_venvs")]
-
-
-@contextmanager
-def _running(command: list[str], tmp: Path, name: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp))
-    env |= variables
-    out = (tmp / f"{name}.out").open("w")
-    process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL, text=True, env=env,
-                               start_new_session=True)  # fmt: skip
-    try:
-        yield process
-    finally:
-        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
-            with suppress(ProcessLookupError):
-                os.kill(pid, 9)
-        process.wait(timeout=30)
-        out.close()
 
 
 def _chain(venv: Path, depth: int, *extra: str) -> list[str]:
@@ -87,10 +68,10 @@ def _torch_files(venv: Path) -> dict[str, tuple[bytes, int, int]]:
     } | {str(place): (b"", 0, place.stat().st_mtime_ns) for place in [torch_dir, *places]}
 
 
-def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
+def test_a_deep_chain_is_named_and_keepsrunning(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
-    with _running(_chain(venv, DEEP), tmp_path, "deep") as process:
+    with running(_chain(venv, DEEP), tmp_path, "deep") as process:
         _formatting(process.pid)
         before = _torch_files(venv)
         start = time.monotonic()
@@ -116,7 +97,7 @@ def test_a_deep_chain_is_named_and_keeps_running(tmp_path: Path) -> None:
 def test_a_parent_reports_both_ranks(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
-    with _running(_chain(venv, DEEP, "--ranks", "2"), tmp_path, "ranks") as parent:
+    with running(_chain(venv, DEEP, "--ranks", "2"), tmp_path, "ranks") as parent:
         end = time.monotonic() + 60
         while len(ranks := procs.descendants(parent.pid, procs.parents())) < 2 and time.monotonic() < end:
             time.sleep(0.2)
@@ -135,8 +116,8 @@ def test_a_diagnosed_run_ends_as_an_undiagnosed_one(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
     with (
-        _running(_chain(venv, 22), tmp_path, "plain") as plain,
-        _running(_chain(venv, 22), tmp_path, "read") as read,
+        running(_chain(venv, 22), tmp_path, "plain") as plain,
+        running(_chain(venv, 22), tmp_path, "read") as read,
     ):
         _formatting(read.pid)
         for _ in range(3):
@@ -151,14 +132,14 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
     try:
-        with _running(_chain(venv, DEEP), tmp_path, "before") as before:
+        with running(_chain(venv, DEEP), tmp_path, "before") as before:
             _formatting(before.pid)
             assert venv_tool(venv, "apply")[0] == 0
             code, report, _ = diagnose_json(str(before.pid))
             (entry,) = report["processes"]
             assert code == 1 and entry["restart"] is True and entry["state"] == "patched", report
             assert "restart it" in entry["message"] and entry["next"] is None
-        with _running(_chain(venv, DEEP, "--stay"), tmp_path, "after") as after:
+        with running(_chain(venv, DEEP, "--stay"), tmp_path, "after") as after:
             end = time.monotonic() + 300
             while "done" not in (tmp_path / "after.out").read_text() and time.monotonic() < end:
                 time.sleep(0.5)
@@ -167,7 +148,7 @@ def test_after_apply_restart_it_then_it_reads_lazy(tmp_path: Path) -> None:
             (entry,) = report["processes"]
             assert code == 0 and entry["finding"] == "lazy" and entry["restart"] is False, report
             assert report["next"] is None
-        with _running(_chain(venv, DEEP), tmp_path, "info", TORCH_LOGS="inductor") as info:
+        with running(_chain(venv, DEEP), tmp_path, "info", TORCH_LOGS="inductor") as info:
             _formatting(info.pid, how="logging")  # lazy, and built all the same: INFO emits it
             code, report, _ = diagnose_json(str(info.pid))
             (entry,) = report["processes"]
@@ -190,7 +171,7 @@ def test_a_torch_on_pythonpath_is_patched_by_the_advice_as_printed(tmp_path: Pat
     assert alone.returncode != 0, "the base interpreter imports a torch of its own"
     server = [base, str(SCENARIO), TAG, str(DEEP)]
     try:
-        with _running(server, tmp_path, "path", PYTHONPATH=os.path.dirname(torch_dir)) as process:
+        with running(server, tmp_path, "path", PYTHONPATH=os.path.dirname(torch_dir)) as process:
             _formatting(process.pid)
             code, report, _ = diagnose_json(str(process.pid))
             (entry,) = report["processes"]
@@ -218,7 +199,7 @@ def test_a_torch_on_pythonpath_is_patched_by_the_advice_as_printed(tmp_path: Pat
 def test_no_pid_finds_every_process_with_torch(tmp_path: Path) -> None:
     venv = torch_venv("2.10.0")
     _pristine(venv)
-    with _running(_chain(venv, DEEP), tmp_path, "any") as process:
+    with running(_chain(venv, DEEP), tmp_path, "any") as process:
         _formatting(process.pid)
         code, report, _ = diagnose_json()
         assert code == 1 and process.pid in [e["pid"] for e in report["processes"]], report
@@ -266,7 +247,7 @@ def test_without_py_spy_it_says_how_to_get_it(tmp_path: Path) -> None:
 
     venv = torch_venv("2.10.0")
     imports = "import torch, time; time.sleep(120)"
-    with _running([str(venv / "bin" / "python"), "-c", imports, TAG], tmp_path, "torch") as process:
+    with running([str(venv / "bin" / "python"), "-c", imports, TAG], tmp_path, "torch") as process:
         end = time.monotonic() + 120
         while procs.torch_library(procs.loaded_files(process.pid)) is None and time.monotonic() < end:
             time.sleep(0.2)

@@ -12,7 +12,6 @@ from typing import Any, get_args
 import pytest
 
 from patcher.core.errors import Advice, ExitCode
-from patcher.core.report import Report
 from patcher.diagnose import findings, procs, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,
@@ -27,18 +26,11 @@ from patcher.diagnose.model import (
     TorchFacts,
     Workers,
 )
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
-EAGER = TorchFacts(
-    Report(
-        "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
-    ),
-    100.0,
-)
-LAZY = TorchFacts(
-    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
-)
+EAGER, LAZY = EAGER_TORCH, LAZY_TORCH
 LOCK = "/tmp/run/ext/x/lock"  # as the recorded process named it: build_directory + /lock
 BUSY, IDLE = Cpu(0.4, 0.5), Cpu(0.0, 0.5)
 

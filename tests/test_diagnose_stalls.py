@@ -11,15 +11,14 @@ import shlex
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, suppress
 from pathlib import Path
 
 import pytest
 
 from patcher.diagnose import procs, stacks
 from tests.conftest import torch_venv
-from tests.diagnosing import diagnose_json, diagnose_text
+from tests.diagnosing import diagnose_json, diagnose_text, running
 
 SCENARIO = Path(__file__).parent / "scenarios" / "stalls.py"
 TAG = "diagnose-stalls"  # an argument that marks this suite's processes
@@ -27,21 +26,12 @@ TAG = "diagnose-stalls"  # an argument that marks this suite's processes
 pytestmark = [pytest.mark.e2e]
 
 
-@contextmanager
-def _running(tmp: Path, name: str, *args: str, **variables: str) -> Iterator[subprocess.Popen[str]]:
+def _running(
+    tmp: Path, name: str, *args: str, **variables: str
+) -> AbstractContextManager[subprocess.Popen[str]]:
+    """tests/scenarios/stalls.py's scenario `args[0]` on real torch 2.10.0."""
     python = torch_venv("2.10.0") / "bin" / "python"
-    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp / f"inductor-{name}"), TMPDIR=str(tmp)) | variables
-    out = (tmp / f"{name}.out").open("w")
-    process = subprocess.Popen([str(python), str(SCENARIO), TAG, *args], stdout=out,
-                               stderr=subprocess.STDOUT, text=True, env=env)  # fmt: skip
-    try:
-        yield process
-    finally:
-        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
-            with suppress(ProcessLookupError):
-                os.kill(pid, 9)
-        process.wait(timeout=30)
-        out.close()
+    return running([str(python), str(SCENARIO), TAG, *args], tmp, name, **variables)
 
 
 def _printed(tmp: Path, name: str, text: str, timeout: float = 180) -> str:

@@ -13,17 +13,10 @@ from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import Report
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
-EAGER = TorchFacts(
-    Report(
-        "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
-    ),
-    100.0,
-)
-LAZY = TorchFacts(
-    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
-)
+EAGER, LAZY = EAGER_TORCH, LAZY_TORCH
 UNKNOWN = TorchFacts(
     Report(
         "verify",
