@@ -16,17 +16,20 @@ from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot
+from patcher.core.record import RowFit
 from patcher.core.spec import Kind, PatchSpec
-from patcher.core.state import Facts, Fit, State
+from patcher.core.state import Fit, State
 from patcher.core.undo import FileChange
 
 
 class Reading(NamedTuple):
-    """What a command decides from: the named state, its facts, and the bytes they determine."""
+    """What a command decides from: the named state, the facts beyond it, and the bytes they determine."""
 
     state: State
-    facts: Facts
     known: Known
+    fit: Fit  # the undo record against graph.py (patcher.core.state)
+    row: RowFit  # RECORD's row for graph.py against its bytes
+    stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
     patched: bytes | None  # what apply made of it, when graph.py is the original of a sound record
 
@@ -44,11 +47,6 @@ def _pair(change: FileChange, spec: PatchSpec) -> bool:
     return (change.before.sha256, change.after.sha256) in pairs
 
 
-def _sound(change: FileChange, spec: PatchSpec) -> bool:
-    """A release's pristine/patched pair, or the one edit."""
-    return _pair(change, spec) or one_edit(change.edit, spec)
-
-
 def _fit(
     snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int
 ) -> tuple[Fit, bytes | None, bytes | None]:
@@ -56,7 +54,8 @@ def _fit(
     if snap.undo is None:
         return ("none" if snap.undo_raw is None else "untrusted"), None, None
     change = snap.undo.graph
-    if not _sound(change, spec) or not plausible(change, now_ns):
+    sound = _pair(change, spec) or one_edit(change.edit, spec)  # a release's pair, or the one edit
+    if not sound or not plausible(change, now_ns):
         return "untrusted", None, None
     # Beside a release's exact bytes only its pair is believed: the one edit alone could turn a
     # release that ships the fix into an eager file no release ever had.
@@ -93,7 +92,7 @@ def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
     when RECORD names its original or lists the undo record (only an apply leaves either)."""
     if known.kind in ("eager", "unknown") or known.match == "exact":
         return known.kind  # exact patched bytes: no release ships them, only patching one gives them
-    named = original is not None and record.names(snap.record, spec.graph_row, original, snap.record_base)
+    named = record.names(snap.record, spec.graph_row, original, snap.record_base)
     return "patched" if listed or named else "native"
 
 
@@ -109,19 +108,11 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     kind = _kind(snap, spec, known, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
-    stale = snap.stale_pycs()
     row = record.fit(snap.record, spec.graph_row, snap.graph, snap.record_base)
     if row in ("missing", "duplicate"):
         raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
-    facts = Facts(
-        kind=kind,
-        fit=fit,
-        row=row,
-        row_names_original=original is not None
-        and record.names(snap.record, spec.graph_row, original, snap.record_base),
-        row_names_patched=patched is not None
-        and record.names(snap.record, spec.graph_row, patched, snap.record_base),
-        stale_unchecked=any(p.mode == "unchecked-hash" for p in stale),
-        stale_pycs=len(stale),
-    )
-    return Reading(state.name_state(facts), facts, known, original, patched)
+    names_original = record.names(snap.record, spec.graph_row, original, snap.record_base)
+    names_patched = record.names(snap.record, spec.graph_row, patched, snap.record_base)
+    name = state.name_state(kind, fit, names_original, names_patched)
+    stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
+    return Reading(name, known, fit, row, stale_unchecked, original, patched)

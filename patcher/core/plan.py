@@ -42,16 +42,15 @@ class End(NamedTuple):
     undo_changed: bool
     mode: int
     mtime_ns: int
-    release: str | None = None
-    match: str | None = None
 
 
-def _graph_change(spec: PatchSpec, original: bytes, patched: bytes, like: FileStat) -> FileChange:
+def _change(path: str, before: bytes, after: bytes, like: FileStat) -> FileChange:
+    """An undo record's part for one file: its bytes before and after, and the mode and mtime it had."""
     return FileChange(
-        spec.graph_row,
-        FileState(sha256(original), len(original)),
-        FileState(sha256(patched), len(patched)),
-        line_edit(original, patched),
+        path,
+        FileState(sha256(before), len(before)),
+        FileState(sha256(after), len(after)),
+        line_edit(before, after),
         mode=like.mode,
         mtime_ns=like.mtime_ns,
     )
@@ -68,7 +67,7 @@ def _act(
 ) -> End:
     if action == "patch":
         assert rewritten is not None
-        undo = _graph_change(spec, snap.graph, rewritten.source, snap.graph_stat)
+        undo = _change(spec.graph_row, snap.graph, rewritten.source, snap.graph_stat)
         return end._replace(
             graph=rewritten.source,
             lazy=True,
@@ -80,11 +79,11 @@ def _act(
     if action == "record":
         assert reading.original is not None
         return end._replace(
-            undo=_graph_change(spec, reading.original, snap.graph, snap.graph_stat), undo_changed=True
+            undo=_change(spec.graph_row, reading.original, snap.graph, snap.graph_stat), undo_changed=True
         )
     if action == "restore":
         assert reading.original is not None
-        kept = snap.undo.graph if snap.undo is not None and reading.facts.fit == "after" else None
+        kept = snap.undo.graph if snap.undo is not None and reading.fit == "after" else None
         mode, mtime = (kept.mode, kept.mtime_ns) if kept else (end.mode, end.mtime_ns)
         return End(
             reading.original, False, True, None, snap.undo_raw is not None, mode, mtime
@@ -141,24 +140,20 @@ def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
 def _record_steps(
     target: Target, snap: Snapshot, spec: PatchSpec, end: End, trusted: bool
 ) -> tuple[list[PlanStep], FileChange | None]:
+    """RECORD's write, and the undo record's RECORD part. A new undo record over a RECORD already as
+    apply leaves it (a revert stopped before RECORD) keeps the trusted record's RECORD part, so revert
+    still restores RECORD byte for byte."""
     row, path = target.undo_row_path(), target.record_file
     if snap.record is None or snap.record_stat is None or row is None or path is None:
         return [], None
     new, mode, mtime = _record_after(snap, spec, end, row, trusted)
     if new == snap.record:
-        return [], None
+        kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
+        return [], (kept if kept is not None and sha256(snap.record) == kept.after.sha256 else None)
     stat = snap.record_stat
     write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, "RECORD", sha256(snap.record))
     assert target.dist_info is not None
-    change = FileChange(
-        f"{target.dist_info.name}/RECORD",
-        FileState(sha256(snap.record), len(snap.record)),
-        FileState(sha256(new), len(new)),
-        line_edit(snap.record, new),
-        mode=stat.mode,
-        mtime_ns=stat.mtime_ns,
-    )
-    return [write], change
+    return [write], _change(f"{target.dist_info.name}/RECORD", snap.record, new, stat)
 
 
 def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
@@ -178,57 +173,33 @@ def build(
     now_ns: int,
     rewritten: Rewritten | None = None,
 ) -> Plan:
-    release = reading.known.release.version if reading.known.release else None
-    match: str | None = reading.known.match
-    if snap.undo is not None and reading.facts.fit == "after":
-        release, match = snap.undo.release, snap.undo.match
+    stat = snap.graph_stat
     kept = snap.undo.graph if snap.undo else None
-    lazy = reading.state in LAZY
-    end = End(
-        snap.graph, lazy, False, kept, False, snap.graph_stat.mode, snap.graph_stat.mtime_ns, release, match
-    )
+    end = End(snap.graph, reading.state in LAZY, False, kept, False, stat.mode, stat.mtime_ns)
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
-    trusted = reading.facts.fit in ("after", "before")
+    trusted = reading.fit in ("after", "before")
     record_steps, record_change = _record_steps(target, snap, spec, end, trusted)
-    record_change = record_change or _kept_record(snap, end, trusted)
-    steps = _steps(target, spec, snap, end, record_change) + _pycs(target, snap, end) + record_steps
+    # The undo record first (it must exist before graph.py changes), then graph.py, the pycs and RECORD.
+    steps: list[PlanStep] = []
+    was_undo = ABSENT if snap.undo_raw is None else sha256(snap.undo_raw)
+    if end.undo is not None and (end.undo_changed or record_change is not None):
+        release = reading.known.release.version if reading.known.release else None
+        match: str | None = reading.known.match
+        if snap.undo is not None and reading.fit == "after":
+            release, match = snap.undo.release, snap.undo.match
+        undo = UndoRecord(spec.id, release or "unknown", match or "site", end.undo, record_change)
+        like = snap.record_stat or stat
+        steps.append(
+            Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, "undo", was_undo)
+        )
+    if end.graph_changed:
+        steps.append(
+            Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", snap.sha256)
+        )
+    steps += _pycs(target, snap, end) + record_steps
     if end.undo is None and end.undo_changed:
-        steps.append(Remove(target.undo_path, label="undo", was=_was(snap.undo_raw)))
+        steps.append(Remove(target.undo_path, label="undo", was=was_undo))
     leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
     result = end.graph if end.graph_changed else None
     return Plan(leaves, tuple(steps), result, _writable(target, snap) if steps else ())
-
-
-def _steps(
-    target: Target, spec: PatchSpec, snap: Snapshot, end: End, record_change: FileChange | None
-) -> list[PlanStep]:
-    """The undo record (first: it must exist before graph.py changes) and graph.py."""
-    steps: list[PlanStep] = []
-    if end.undo is not None and (end.undo_changed or record_change is not None):
-        undo = UndoRecord(spec.id, end.release or "unknown", end.match or "site", end.undo, record_change)
-        owner = _undo_owner(snap)
-        steps.append(Write(target.undo_path, undo.to_bytes(), *owner, label="undo", was=_was(snap.undo_raw)))
-    if end.graph_changed:
-        stat = snap.graph_stat
-        was = sha256(snap.graph)
-        steps.append(Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", was))
-    return steps
-
-
-def _was(data: bytes | None) -> str:
-    return ABSENT if data is None else sha256(data)
-
-
-def _undo_owner(snap: Snapshot) -> tuple[int, int, int]:
-    like = snap.record_stat or snap.graph_stat
-    return like.mode, like.uid, like.gid
-
-
-def _kept_record(snap: Snapshot, end: End, trusted: bool) -> FileChange | None:
-    """A new undo record over a RECORD already as apply leaves it (a revert stopped before RECORD)
-    keeps the trusted record's RECORD part, so revert still restores RECORD byte for byte."""
-    kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
-    if kept is None or snap.record is None:
-        return None
-    return kept if sha256(snap.record) == kept.after.sha256 else None

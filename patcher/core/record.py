@@ -120,10 +120,9 @@ def fit(record: bytes | None, path: str, data: bytes, base: str = "") -> RowFit:
     return "current" if describes(found[0].hash, data) else "other"
 
 
-def names(record: bytes | None, path: str, data: bytes, base: str = "") -> bool:
-    """RECORD's single row for `path` names exactly these bytes."""
-    found = rows(record, path, base) if record is not None else []
-    return len(found) == 1 and bool(found[0].hash) and describes(found[0].hash, data)
+def names(record: bytes | None, path: str, data: bytes | None, base: str = "") -> bool:
+    """RECORD's single row for `path` names exactly these bytes (None: no bytes, named by no row)."""
+    return data is not None and fit(record, path, data, base) == "current"
 
 
 def _row(*fields: str) -> bytes:

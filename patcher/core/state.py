@@ -1,6 +1,6 @@
 """The install's one named state, decided from facts read from the bytes; a table per command.
 
-Pure: no file is read here. patcher.core.facts turns a snapshot into Facts; `name_state` names the state;
+Pure: no file is read here. patcher.core.facts reads a snapshot; `name_state` names the state from what it read;
 APPLY and REVERT say, for each state, what the command does to graph.py and the undo record; VERIFY,
 its exit code and what to do next. Each decision is made in its table and nowhere else; the state a
 run leaves is the plan's (patcher.core.plan). The README's state table is these, checked by a test.
@@ -45,16 +45,6 @@ State = Literal[
 Action = Literal["patch", "record", "restore", "drop", "refuse"]
 
 
-class Facts(NamedTuple):
-    kind: Kind  # graph.py against the release table and this tool's traces (patcher.core.facts)
-    fit: Fit
-    row: RowFit  # RECORD's row for graph.py against its bytes
-    row_names_original: bool  # RECORD's row names graph.py's original (an unfinished apply)
-    row_names_patched: bool  # RECORD's row names the patched bytes of an original graph.py
-    stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
-    stale_pycs: int  # pycs of the target that do not describe graph.py
-
-
 _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("eager", "none"): "pristine",
     ("eager", "before"): "record-only",
@@ -83,25 +73,16 @@ _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
 }
 
 
-def name_state(facts: Facts) -> State:
-    state = _BY_KIND_AND_FIT[facts.kind, facts.fit]
-    if state == "patched" and facts.row_names_original:
+def name_state(kind: Kind, fit: Fit, row_names_original: bool, row_names_patched: bool) -> State:
+    """graph.py's kind (patcher.core.facts) and the undo record's fit, and whether RECORD's row names
+    graph.py's original (an unfinished apply) or an original graph.py's patched bytes (an unfinished
+    revert)."""
+    state = _BY_KIND_AND_FIT[kind, fit]
+    if state == "patched" and row_names_original:
         return "apply-interrupted"
-    if state == "record-only" and facts.row_names_patched:
+    if state == "record-only" and row_names_patched:
         return "revert-interrupted"
     return state
-
-
-_LAZY_STATES: tuple[State, ...] = (
-    "patched",
-    "apply-interrupted",
-    "ships-lazy",
-    "unrecorded",
-    "upgraded",
-    "untrusted-patched",
-    "untrusted-lazy",
-)
-LAZY: frozenset[State] = frozenset(_LAZY_STATES)  # graph.py formats the text lazily
 
 
 class Rule(NamedTuple):
@@ -151,7 +132,6 @@ REVERT: dict[State, tuple[Action, ...]] = {
 _EAGER = Rule(ExitCode.EAGER, "apply")
 _LAZY = Rule()
 _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to finish or remove
-_REFUSED = Rule(ExitCode.REFUSED)
 # verify's first duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
 VERIFY: dict[State, Rule] = {
     "pristine": _EAGER,
@@ -167,30 +147,22 @@ VERIFY: dict[State, Rule] = {
     "untrusted-patched": _TIDY,
     "untrusted-lazy": _TIDY,
     "edited": Rule(ExitCode.REFUSED, "reinstall"),
-    "unknown": _REFUSED,
+    "unknown": Rule(ExitCode.REFUSED),
 }
+LAZY = frozenset(name for name, rule in VERIFY.items() if rule.code == ExitCode.OK)  # graph.py is lazy
 
 TABLES = {"apply": APPLY, "revert": REVERT}
 
 Problem = Literal["record-row", "stale-unchecked-pyc"]
 
 
-def problems(state: State, facts: Facts) -> tuple[Problem, ...]:
-    """What verify finds beyond the state, in every state: RECORD's row, and bytecode that would
-    run instead of a lazy source."""
-    found: list[Problem] = []
-    if facts.row == "other" and state not in ("apply-interrupted", "revert-interrupted"):
-        found.append("record-row")
-    if facts.stale_unchecked and state in LAZY:
-        found.append("stale-unchecked-pyc")
-    return tuple(found)
-
-
-def verdict(state: State, found: tuple[Problem, ...]) -> Rule:
-    """verify's rule with what else it found: a stale unchecked pyc runs the eager code."""
+def verdict(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tuple[Problem, ...]]:
+    """verify's rule, with what it finds beyond the state in every state: RECORD's row for graph.py
+    not describing it, and a stale unchecked pyc of a lazy source, which runs the eager code."""
+    found: tuple[Problem, ...] = ()
+    if row == "other" and state not in ("apply-interrupted", "revert-interrupted"):
+        found = ("record-row",)
+    if stale_unchecked and state in LAZY:
+        return _EAGER, (*found, "stale-unchecked-pyc")
     rule = VERIFY[state]
-    if "stale-unchecked-pyc" in found:
-        return _EAGER
-    if rule.code == ExitCode.OK and found:
-        return _TIDY
-    return rule
+    return (_TIDY if rule.code == ExitCode.OK and found else rule), found

@@ -121,8 +121,7 @@ def report(
 def verify(target: Target, spec: PatchSpec) -> Report:
     def work() -> Report:
         snap, reading, _ = read_install(target, spec)
-        found = state.problems(reading.state, reading.facts)
-        rule = state.verdict(reading.state, found)
+        rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
         if rule.code == ExitCode.REFUSED:
             raise refusal(target, spec, snap, reading)
         stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]

@@ -1,4 +1,4 @@
-"""patcher.core.state: each named state from the bytes, the command tables, problems() and verdict().
+"""patcher.core.state: each named state from the bytes, the command tables and verdict().
 
 The expected tables are written out here, row by row: a change to any decision fails a test.
 """
@@ -13,7 +13,6 @@ from patcher.core import facts, state
 from patcher.core.classify import classify
 from patcher.core.errors import ExitCode
 from patcher.core.spec import PatchSpec
-from patcher.core.state import Facts
 from tests.core import world
 
 OK, EAGER, REFUSED = ExitCode.OK, ExitCode.EAGER, ExitCode.REFUSED
@@ -55,27 +54,27 @@ UNTRUSTED = {
 }
 
 
-def _facts(kind: str, fit: str, names_original: bool = False, names_patched: bool = False) -> Facts:
-    return Facts(kind, fit, "current", names_original, names_patched, False, 0)  # type: ignore[arg-type]
+def _facts(kind: str, fit: str, names_original: bool = False, names_patched: bool = False) -> state.State:
+    return state.name_state(kind, fit, names_original, names_patched)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("kind", list(BY_KIND_AND_FIT))
 def test_decide_by_kind_and_fit(kind: str) -> None:
     for fit, expected in BY_KIND_AND_FIT[kind].items():
-        assert state.name_state(_facts(kind, fit)) == expected, fit
-    assert state.name_state(_facts(kind, "untrusted")) == UNTRUSTED[kind]
-    assert state.name_state(_facts(kind, "changed")) == "edited"
+        assert _facts(kind, fit) == expected, fit
+    assert _facts(kind, "untrusted") == UNTRUSTED[kind]
+    assert _facts(kind, "changed") == "edited"
 
 
 def test_an_unfinished_apply_or_revert_is_named_from_the_row() -> None:
-    assert state.name_state(_facts("patched", "after", names_original=True)) == "apply-interrupted"
-    assert state.name_state(_facts("native", "after", names_original=True)) == "apply-interrupted"
-    assert state.name_state(_facts("eager", "before", names_patched=True)) == "revert-interrupted"
+    assert _facts("patched", "after", names_original=True) == "apply-interrupted"
+    assert _facts("native", "after", names_original=True) == "apply-interrupted"
+    assert _facts("eager", "before", names_patched=True) == "revert-interrupted"
     # the row's evidence counts only in the state it finishes
-    assert state.name_state(_facts("patched", "after", names_patched=True)) == "patched"
-    assert state.name_state(_facts("eager", "before", names_original=True)) == "record-only"
-    assert state.name_state(_facts("patched", "none", names_original=True)) == "unrecorded"
-    assert state.name_state(_facts("eager", "none", names_patched=True)) == "pristine"
+    assert _facts("patched", "after", names_patched=True) == "patched"
+    assert _facts("eager", "before", names_original=True) == "record-only"
+    assert _facts("patched", "none", names_original=True) == "unrecorded"
+    assert _facts("eager", "none", names_patched=True) == "pristine"
 
 
 LAZY_STATES = {
@@ -159,34 +158,23 @@ def test_the_command_tables() -> None:
     assert state.LAZY == LAZY_STATES
 
 
-def _with(row: str = "current", stale_unchecked: bool = False) -> Facts:
-    return Facts("eager", "none", row, False, False, stale_unchecked, 1 if stale_unchecked else 0)  # type: ignore[arg-type]
-
-
 @pytest.mark.parametrize("name", ALL_STATES)
-def test_problems_in_every_state(name: state.State) -> None:
+def test_verdict_with_what_verify_finds_in_every_state(name: state.State) -> None:
     interrupted = name in ("apply-interrupted", "revert-interrupted")
     lazy = name in LAZY_STATES
-    assert state.problems(name, _with()) == ()
-    for row in ("absent", "current", "unhashed"):
-        assert state.problems(name, _with(row)) == (), row
-    assert state.problems(name, _with("other")) == (() if interrupted else ("record-row",))
-    assert state.problems(name, _with(stale_unchecked=True)) == (("stale-unchecked-pyc",) if lazy else ())
-    both = state.problems(name, _with("other", True))
-    assert both == tuple(
-        p for p, on in (("record-row", not interrupted), ("stale-unchecked-pyc", lazy)) if on
-    )
-
-
-@pytest.mark.parametrize("name", ALL_STATES)
-def test_verdict_for_every_problem(name: state.State) -> None:
     plain = _verify_rule(VERIFY[name])
-    eager = state.Rule(EAGER, "apply")
-    tidy = state.Rule(OK, "apply")
-    assert state.verdict(name, ()) == plain
-    assert state.verdict(name, ("stale-unchecked-pyc",)) == eager  # bytecode that runs the eager code
-    assert state.verdict(name, ("record-row", "stale-unchecked-pyc")) == eager
-    assert state.verdict(name, ("record-row",)) == (tidy if plain.code == OK else plain)
+    eager, tidy = state.Rule(EAGER, "apply"), state.Rule(OK, "apply")
+    for row in ("absent", "current", "unhashed"):
+        assert state.verdict(name, row, False) == (plain, ()), row
+    row_found = () if interrupted else ("record-row",)
+    with_row = tidy if row_found and plain.code == OK else plain
+    assert state.verdict(name, "other", False) == (with_row, row_found)
+    if lazy:  # bytecode that runs the eager code
+        assert state.verdict(name, "current", True) == (eager, ("stale-unchecked-pyc",))
+        assert state.verdict(name, "other", True) == (eager, (*row_found, "stale-unchecked-pyc"))
+    else:
+        assert state.verdict(name, "current", True) == (plain, ())
+        assert state.verdict(name, "other", True) == (with_row, row_found)
 
 
 def test_verify_never_fails_a_lazy_state_and_never_passes_an_eager_one() -> None:
