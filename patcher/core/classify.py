@@ -7,15 +7,13 @@ by the libcst site fingerprint only when neither is known.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
+from patcher.core.edits import Edit, line_edit, swapped
 from patcher.core.hashes import sha256, version_key
+from patcher.core.outcome import Cause, Refused, Rewritten, Site
 from patcher.core.spec import Kind, PatchSpec, Release
-
-if TYPE_CHECKING:
-    from patcher.core.edits import Edit
-    from patcher.core.outcome import Cause, Refused, Rewritten, Site
-    from patcher.core.undo import UndoRecord
+from patcher.core.undo import UndoRecord
 
 Match = Literal["exact", "site"]
 
@@ -100,35 +98,12 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, site_diff(spec, site.code, site.lazy, torch_version))
-    return Known(kind, _own(site, spec, torch_version) or _nearest(rows, torch_version), "site")
-
-
-def _own(site: Site, spec: PatchSpec, torch_version: str | None) -> Release | None:
-    """A lazy branch that patching the build's own release gives (a vendor 2.12.1 this tool
-    patched, whose branch 2.13.0 also ships) is named by that release: the build's own version.
-    (An eager branch is no release's patched one.)"""
+    # A lazy branch that patching the build's own release gives (a vendor 2.12.1 this tool patched,
+    # whose branch 2.13.0 also ships) is named by that release: the build's own version. (An eager
+    # branch is no release's patched one.)
     own = base_version(torch_version)
     mine = [r for r in spec.releases.rows if r.version == own and r.patched_site == site.fingerprint]
-    return mine[0] if mine else None
-
-
-def _refused(refusal: Refused, spec: PatchSpec, torch_version: str | None) -> Known:
-    """An unknown file, with the diff of its branch against the nearest release when it has one."""
-    diff = site_diff(spec, refusal.branch, refusal.lazy, torch_version) if refusal.branch else ""
-    return Known("unknown", None, None, refusal.reason, diff, refusal.cause)
-
-
-def _known_edit(source: bytes, spec: PatchSpec, known: Known) -> Rewritten | None:
-    """An exact eager release needs no parse: its one eager argument made lazy must give the table's
-    patched sha256, which the libcst rewrite gave when the table was made from the real wheel."""
-    from patcher.core.edits import line_edit, swapped
-    from patcher.core.outcome import Rewritten, Site
-
-    release = known.release
-    new = swapped(source, spec.eager, spec.lazy)
-    if release is None or new is None or sha256(new) != release.patched_sha256:
-        return None
-    return Rewritten(new, line_edit(source, new), Site(False, release.site, ""))
+    return Known(kind, mine[0] if mine else _nearest(rows, torch_version), "site")
 
 
 def classify(
@@ -141,18 +116,21 @@ def classify(
     if hit is not None and hit.kind != "eager":
         return hit, None
     if hit is not None:
-        known_edit = _known_edit(source, spec, hit)
-        if known_edit is not None:
-            return hit, known_edit
+        # An exact eager release needs no parse: its one eager argument made lazy must give the table's
+        # patched sha256, which the libcst rewrite gave when the table was made from the real wheel.
         assert hit.release is not None  # a hash is known by its release
+        new = swapped(source, spec.eager, spec.lazy)
+        if new is not None and sha256(new) == hit.release.patched_sha256:
+            return hit, Rewritten(new, line_edit(source, new), Site(False, hit.release.site, ""))
         reason = f"patching it does not give the known patched bytes of torch {hit.release.version}"
         return Known("unknown", None, None, reason), None
-    from patcher.core.outcome import Refused, Rewritten
     from patcher.core.transform import rewrite  # libcst: only when no hash is known
 
     outcome = rewrite(source, spec)
-    if isinstance(outcome, Refused):
-        return _refused(outcome, spec, torch_version), None
+    if isinstance(outcome, Refused):  # an unknown file, with its branch's diff when it has one
+        branch = outcome.branch
+        diff = site_diff(spec, branch, outcome.lazy, torch_version) if branch else ""
+        return Known("unknown", None, None, outcome.reason, diff, outcome.cause), None
     site = outcome.before if isinstance(outcome, Rewritten) else outcome.site
     known = by_site(site, spec, torch_version)
     return known, (outcome if isinstance(outcome, Rewritten) and known.kind == "eager" else None)

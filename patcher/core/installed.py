@@ -104,14 +104,11 @@ class Snapshot(NamedTuple):
     def sha256(self) -> str:
         return sha256(self.graph)
 
-    def own_pycs(self) -> list[Pyc]:
-        return [p for p in self.pycs if p.tag == self.own_tag]
-
     def stale_pycs(self) -> list[Pyc]:
         mtime = self.graph_stat.mtime_ns / 1e9
-        return [
-            p for p in self.own_pycs() if stale(p, self.graph, mtime, self.source_hashes.get(p.header[:4]))
-        ]
+        hashes = self.source_hashes
+        own = (p for p in self.pycs if p.tag == self.own_tag)
+        return [p for p in own if stale(p, self.graph, mtime, hashes.get(p.header[:4]))]
 
 
 def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:

@@ -92,18 +92,13 @@ def _act(
     return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
 
 
-def _pycs(target: Target, snap: Snapshot, end: End) -> list[PlanStep]:
+def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
     """A new graph.py: rebuild the target's own pycs, remove the others (their Python rebuilds
-    them). The same graph.py: rebuild only the target's pycs that do not describe it, and remove
-    the ones that are no pyc at all (a header no Python writes)."""
-    if not end.graph_changed:
-        stale = snap.stale_pycs()
-        junk: list[PlanStep] = [
-            Remove(p.path, label=f"pyc-{p.path.name}") for p in stale if p.mode == "invalid"
-        ]
-        return [*(Rebuild(p, end.graph, end.mtime_ns) for p in stale if p.mode != "invalid"), *junk]
-    own = [p for p in snap.pycs if p.tag == target.interpreter.cache_tag and p.mode != "invalid"]
-    removes = [Remove(p.path, label=f"pyc-{p.path.name}") for p in snap.pycs if p not in own]
+    them). The same graph.py: the same, of the target's pycs that do not describe it (the ones that
+    are no pyc at all, a header no Python writes, removed)."""
+    pycs = snap.pycs if end.graph_changed else snap.stale_pycs()
+    own = [p for p in pycs if p.tag == snap.own_tag and p.mode != "invalid"]
+    removes = [Remove(p.path, label=f"pyc-{p.path.name}") for p in pycs if p not in own]
     return [*(Rebuild(p, end.graph, end.mtime_ns) for p in own), *removes]
 
 
@@ -197,7 +192,7 @@ def build(
         steps.append(
             Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", snap.sha256)
         )
-    steps += _pycs(target, snap, end) + record_steps
+    steps += _pycs(snap, end) + record_steps
     if end.undo is None and end.undo_changed:
         steps.append(Remove(target.undo_path, label="undo", was=was_undo))
     leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"

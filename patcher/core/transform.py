@@ -11,6 +11,7 @@ fingerprint is a hash of the enclosing `if`/`elif` branch in the project's canon
 from __future__ import annotations
 
 import ast
+import itertools
 import warnings
 from typing import NamedTuple
 
@@ -154,10 +155,6 @@ def _call(code: str) -> cst.Call:
     return call
 
 
-def _expected(spec: PatchSpec, lazy: bool) -> cst.Call:
-    return _call(f"{spec.call}({spec.message}, {spec.lazy if lazy else spec.eager})")
-
-
 def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refused:
     finder = _SiteFinder(spec.scope.split("."), {False: _call(spec.eager), True: _call(spec.lazy)})
     module.visit(finder)
@@ -171,7 +168,7 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
             f"{len(finder.found) + max(elsewhere, 0)} times; expected once"
         )
     (found,) = finder.found
-    expected = _expected(spec, found.lazy)
+    expected = _call(f"{spec.call}({spec.message}, {spec.lazy if found.lazy else spec.eager})")
     if found.call is None or canonical(found.call) != canonical(expected):
         if found.branch is not None:  # its diff against the nearest release shows what differs
             branch = found.branch.with_changes(orelse=None, leading_lines=())
@@ -205,13 +202,6 @@ def _site(module: cst.Module, found: _Found, spec: PatchSpec) -> Site | Refused:
     return Site(lazy=found.lazy, fingerprint=digest(shape), code=code)
 
 
-def _line_starts(source: bytes) -> list[int]:
-    starts = [0]
-    for line in source.splitlines(keepends=True):  # \n, \r\n and \r, as the tokenizer counts lines
-        starts.append(starts[-1] + len(line))
-    return starts
-
-
 def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tuple[int, int] | None:
     """Byte offsets of the one call in `scope` whose source is exactly `text` (ast's columns are bytes)."""
     body: list[ast.stmt] = tree.body
@@ -222,7 +212,8 @@ def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tup
             return None  # timid: the scope is ambiguous in ast's view
         node = named[0]
         body = named[0].body
-    starts = _line_starts(source)
+    # the offset each line starts at; lines end at \n, \r\n and \r, as the tokenizer counts them
+    starts = [0, *itertools.accumulate(len(line) for line in source.splitlines(keepends=True))]
     spans = []
     for call in ast.walk(node):
         if isinstance(call, ast.Call) and call.end_lineno is not None and call.end_col_offset is not None:
