@@ -6,14 +6,8 @@ from typing import NamedTuple
 
 from patcher.core.report import JsonValue
 
-
-def _text(data: bytes) -> str:
-    # surrogateescape keeps any byte (non-UTF-8 included) round-trippable through JSON.
-    return data.decode("utf-8", "surrogateescape")
-
-
-def _bytes(text: str) -> bytes:
-    return text.encode("utf-8", "surrogateescape")
+# surrogateescape keeps any byte (non-UTF-8 included) round-trippable through JSON.
+_ANY_BYTE = ("utf-8", "surrogateescape")
 
 
 class Edit(NamedTuple):
@@ -36,7 +30,7 @@ class Edit(NamedTuple):
         return data.count(b"\n", 0, self.offset) + 1
 
     def to_json(self) -> dict[str, JsonValue]:
-        return {"new": _text(self.new), "offset": self.offset, "old": _text(self.old)}
+        return {"new": self.new.decode(*_ANY_BYTE), "offset": self.offset, "old": self.old.decode(*_ANY_BYTE)}
 
     @classmethod
     def from_json(cls, data: object) -> Edit:
@@ -47,7 +41,7 @@ class Edit(NamedTuple):
             raise ValueError("edit offset is not a non-negative integer")
         if not isinstance(old, str) or not isinstance(new, str):
             raise ValueError("edit old/new are not strings")
-        return cls(offset, _bytes(old), _bytes(new))
+        return cls(offset, old.encode(*_ANY_BYTE), new.encode(*_ANY_BYTE))
 
 
 def _common_prefix(a: bytes, b: bytes) -> int:

@@ -31,7 +31,6 @@ class Reading(NamedTuple):
     row: RowFit  # RECORD's row for graph.py against its bytes
     stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
-    patched: bytes | None  # what apply made of it, when graph.py is the original of a sound record
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:
@@ -115,4 +114,4 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     names_patched = record.names(snap.record, spec.graph_row, patched, snap.record_base)
     name = state.name_state(kind, fit, names_original, names_patched)
     stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
-    return Reading(name, known, fit, row, stale_unchecked, original, patched)
+    return Reading(name, known, fit, row, stale_unchecked, original)

@@ -131,11 +131,6 @@ def _row(*fields: str) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def _newline(record: bytes, line: bytes) -> bytes:
-    terminator = line[len(line.rstrip(b"\r\n")) :]
-    return terminator or (b"\r\n" if b"\r\n" in record else b"\n")
-
-
 def pointed(
     record: bytes, path: str, data: bytes, add: str | None = None, drop: str | None = None, base: str = ""
 ) -> bytes:
@@ -152,8 +147,8 @@ def pointed(
     size = str(len(data)) if row.size else ""
     terminator = row.line[len(row.line.rstrip(b"\r\n")) :]
     new = _row(row.path, digest, size)
-    if add is not None and not rows(record, add, base):
-        new += _newline(record, row.line) + _row(add, "", "")
+    if add is not None and not rows(record, add, base):  # after a last row with no newline: RECORD's
+        new += (terminator or (b"\r\n" if b"\r\n" in record else b"\n")) + _row(add, "", "")
     out = record[: row.offset] + new + terminator + record[row.offset + len(row.line) :]
     return out if drop is None else without(out, drop, base)
 

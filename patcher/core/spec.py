@@ -101,13 +101,6 @@ class PatchSpec(NamedTuple):
         return "torch/" + self.file
 
 
-def _releases_from_json(data: object) -> Releases:
-    if not isinstance(data, dict) or not isinstance(data.get("releases"), list):
-        raise ValueError("the releases table is not an object with a list of releases")
-    rows = tuple(Release(**row) for row in data["releases"])
-    return Releases(rows=rows, site_code=dict(data["sites"]))
-
-
 def parse(name: str, read: Callable[[str], str]) -> PatchSpec:
     """The definition `name` and its releases table, each text got from `read` (install.definitions
     reads them from the installed package, a checkout or the single file's zip)."""
@@ -115,8 +108,10 @@ def parse(name: str, read: Callable[[str], str]) -> PatchSpec:
         raw = json.loads(read(name))
         if raw.get("version") != SPEC_VERSION:
             raise ValueError(f"unsupported version {raw.get('version')!r}")
-        releases_raw = json.loads(read(raw["releases_file"]))
-        releases = _releases_from_json(releases_raw)
+        table = json.loads(read(raw["releases_file"]))
+        if not isinstance(table, dict) or not isinstance(table.get("releases"), list):
+            raise ValueError("the releases table is not an object with a list of releases")
+        rows = tuple(Release(**row) for row in table["releases"])
         return PatchSpec(
             id=raw["id"],
             file=raw["file"],
@@ -127,7 +122,7 @@ def parse(name: str, read: Callable[[str], str]) -> PatchSpec:
             lazy=raw["lazy"],
             import_module=raw["requires_import"]["module"],
             import_name=raw["requires_import"]["name"],
-            releases=releases,
+            releases=Releases(rows=rows, site_code=dict(table["sites"])),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:  # pragma: no cover - a broken install
         raise environment(
