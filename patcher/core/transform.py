@@ -51,27 +51,19 @@ class _SiteFinder(cst.CSTVisitor):
         self._calls: list[cst.Call] = []
         self.found: list[_Found] = []
 
-    def _enter(self, name: str) -> bool:
-        # timid: a call in any other class or function (a nested one included) is not the site
-        entered = self._depth < len(self._scope) and name == self._scope[self._depth]
-        self._entered.append(entered)
-        self._depth += entered
-        return entered
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.ClassDef, cst.FunctionDef)):
+            # timid: a call in any other class or function (a nested one included) is not the site
+            entered = self._depth < len(self._scope) and node.name.value == self._scope[self._depth]
+            self._entered.append(entered)
+            self._depth += entered
+            return entered
+        return super().on_visit(node)
 
-    def _leave(self) -> None:
-        self._depth -= self._entered.pop()  # libcst calls leave_* for skipped nodes too
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return self._enter(node.name.value)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-        self._leave()
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return self._enter(node.name.value)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._leave()
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if isinstance(original_node, (cst.ClassDef, cst.FunctionDef)):
+            self._depth -= self._entered.pop()  # libcst leaves the nodes it skipped too
+        super().on_leave(original_node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
         # The site is a call statement (`log.info(...)`) in the scope: nothing else is entered.
@@ -191,17 +183,6 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
     return found
 
 
-def _site(module: cst.Module, found: _Found, spec: PatchSpec) -> Site | Refused:
-    assert found.branch is not None
-    branch = found.branch
-    try:
-        shape = {"scope": spec.scope, "test": canonical(branch.test), "body": canonical(branch.body)}
-    except Uncovered as exc:
-        return Refused(f"its implicit-fallback branch cannot be fingerprinted: {exc}")
-    code = module.code_for_node(branch.with_changes(orelse=None, leading_lines=()))
-    return Site(lazy=found.lazy, fingerprint=digest(shape), code=code)
-
-
 def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tuple[int, int] | None:
     """Byte offsets of the one call in `scope` whose source is exactly `text` (ast's columns are bytes)."""
     body: list[ast.stmt] = tree.body
@@ -232,8 +213,13 @@ def _located(source: bytes, spec: PatchSpec) -> tuple[cst.Module, _Found, Site] 
     found = _find(source, module, spec)
     if isinstance(found, Refused):
         return found
-    site = _site(module, found, spec)
-    return site if isinstance(site, Refused) else (module, found, site)
+    assert found.branch is not None
+    branch = found.branch.with_changes(orelse=None, leading_lines=())  # the branch alone, for messages
+    try:
+        shape = {"scope": spec.scope, "test": canonical(branch.test), "body": canonical(branch.body)}
+    except Uncovered as exc:
+        return Refused(f"its implicit-fallback branch cannot be fingerprinted: {exc}")
+    return module, found, Site(found.lazy, digest(shape), module.code_for_node(branch))
 
 
 def site_of(source: bytes, spec: PatchSpec) -> Site | Refused:
