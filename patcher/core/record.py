@@ -32,25 +32,22 @@ class Row(NamedTuple):
     size: str  # "" or the size in bytes
 
 
-def _fields(line: bytes) -> list[str]:
+def check(record: bytes) -> str:
+    """RECORD's text: the whole of it is UTF-8 (checked when it is read, and each row parsed)."""
     try:
-        text = line.decode("utf-8").rstrip("\r\n")
+        return record.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
+
+
+def _fields(line: bytes) -> list[str]:
+    text = check(line).rstrip("\r\n")
     if '"' not in text:
         return text.split(",")  # a row without quoting: what csv would read
     try:  # a quoted row (a path with a comma or a quote)
         return next(csv.reader([text]))  # one line: always one row
     except csv.Error as exc:
         raise damaged(f"it has a malformed row ({exc})") from exc
-
-
-def check(record: bytes) -> None:
-    """The whole of RECORD is UTF-8 (checked once, when it is read)."""
-    try:
-        record.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise damaged(f"it has bytes that are not UTF-8 ({exc.reason})") from exc
 
 
 def same(row_path: str, path: str, base: str = "") -> bool:

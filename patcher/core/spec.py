@@ -29,20 +29,8 @@ class Release(NamedTuple):
     patched_site: str | None = None
 
     def to_json(self) -> dict[str, JsonValue]:
-        data: dict[str, JsonValue] = {
-            "version": self.version,
-            "state": self.state,
-            "sha256": self.sha256,
-            "size": self.size,
-            "site": self.site,
-        }
-        if self.state == "eager":
-            data |= {
-                "patched_sha256": self.patched_sha256,
-                "patched_size": self.patched_size,
-                "patched_site": self.patched_site,
-            }
-        return data
+        """The row as the releases table lists it: a native row has no patched fields."""
+        return {name: value for name, value in self._asdict().items() if value is not None}
 
 
 class Releases(NamedTuple):

@@ -104,10 +104,14 @@ class UndoRecord(NamedTuple):
     def parse(cls, raw: bytes, patch: str, graph_row: str, record_row: str | None) -> UndoRecord:
         """Validate everything; a ValueError says what is wrong."""
         data = _load(raw)
-        if data.get("tool") != TOOL or not _readable(data.get("version")):
+        version = data.get("version")  # one this tool reads: a number (never true or false) in range
+        if (
+            data.get("tool") != TOOL
+            or type(version) is not int
+            or not OLDEST_VERSION <= version <= UNDO_VERSION
+        ):
             raise ValueError(
-                f"it is {data.get('tool')!r} version {data.get('version')!r}, "
-                f"expected {TOOL!r} version {UNDO_VERSION}"
+                f"it is {data.get('tool')!r} version {version!r}, expected {TOOL!r} version {UNDO_VERSION}"
             )
         if data.get("patch") != patch:
             raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch!r}")
@@ -132,15 +136,6 @@ def _load(raw: bytes) -> dict[str, object]:
     if not isinstance(data, dict):
         raise ValueError("it is not a JSON object")
     return data
-
-
-def _readable(version: object) -> bool:
-    """A version this tool reads: OLDEST_VERSION to UNDO_VERSION (a number, never true or false)."""
-    return (
-        isinstance(version, int)
-        and not isinstance(version, bool)
-        and OLDEST_VERSION <= version <= UNDO_VERSION
-    )
 
 
 def newer(raw: bytes) -> int | None:
