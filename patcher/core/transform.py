@@ -119,12 +119,6 @@ def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
     return False
 
 
-def _ast(source: bytes) -> ast.Module:
-    with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
-        warnings.simplefilter("ignore")
-        return ast.parse(source, "graph.py")
-
-
 def _parse(source: bytes) -> cst.Module | Refused:
     try:
         return cst.parse_module(source)
@@ -240,16 +234,14 @@ def rewrite(source: bytes, spec: PatchSpec) -> Outcome:
     # The argument's text, when it occurs once in the file, can only be there; otherwise ask ast.
     at = source.find(old)
     unique = at != -1 and source.find(old, at + 1) == -1
-    try:
-        span = (at, at + len(old)) if unique else _span(source, _ast(source), spec.scope.split("."), old)
-    except (SyntaxError, ValueError) as exc:  # libcst accepts what this Python does not
-        return _not_python(exc)
-    if span is None:  # timid: libcst and ast disagree about where the argument is
-        return Refused(f"the argument `{spec.eager}` could not be located by its byte offsets")
-    new_source = source[: span[0]] + spec.lazy.encode(encoding) + source[span[1] :]
-    try:  # what libcst parses can still fail here (e.g. `return` outside a function)
-        with warnings.catch_warnings():
+    try:  # libcst accepts what this Python may not: ast, and compile() (`return` outside a function)
+        with warnings.catch_warnings():  # a vendor file's invalid escapes are not ours to report
             warnings.simplefilter("ignore")
+            tree = None if unique else ast.parse(source, "graph.py")
+            span = (at, at + len(old)) if tree is None else _span(source, tree, spec.scope.split("."), old)
+            if span is None:  # timid: libcst and ast disagree about where the argument is
+                return Refused(f"the argument `{spec.eager}` could not be located by its byte offsets")
+            new_source = source[: span[0]] + spec.lazy.encode(encoding) + source[span[1] :]
             compile(new_source, "graph.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return _not_python(exc)
