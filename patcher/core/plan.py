@@ -184,7 +184,7 @@ def build(
         if snap.undo is not None and reading.fit == "after":
             release, match = snap.undo.release, snap.undo.match
         undo = UndoRecord(spec.id, release or "unknown", match or "site", end.undo, record_change)
-        like = snap.record_stat or stat
+        like = snap.record_stat or stat  # owned like RECORD, or graph.py without one
         steps.append(
             Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, "undo", was_undo)
         )
