@@ -45,6 +45,7 @@ State = Literal[
 Action = Literal["patch", "record", "restore", "drop", "refuse"]
 
 
+# A sound record of another graph.py than a release's exact bytes ("changed") is always "edited".
 _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("eager", "none"): "pristine",
     ("eager", "before"): "record-only",
@@ -66,10 +67,6 @@ _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("unknown", "before"): "edited",
     ("unknown", "other"): "edited",
     ("unknown", "untrusted"): "unknown",  # a record that proves nothing beside a file not known
-    ("eager", "changed"): "edited",
-    ("patched", "changed"): "edited",
-    ("native", "changed"): "edited",
-    ("unknown", "changed"): "edited",
 }
 
 
@@ -77,7 +74,7 @@ def name_state(kind: Kind, fit: Fit, row_names_original: bool, row_names_patched
     """graph.py's kind (patcher.core.facts) and the undo record's fit, and whether RECORD's row names
     graph.py's original (an unfinished apply) or an original graph.py's patched bytes (an unfinished
     revert)."""
-    state = _BY_KIND_AND_FIT[kind, fit]
+    state: State = "edited" if fit == "changed" else _BY_KIND_AND_FIT[kind, fit]
     if state == "patched" and row_names_original:
         return "apply-interrupted"
     if state == "record-only" and row_names_patched:
