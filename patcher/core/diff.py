@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import io
 
 
 def _lines(data: bytes) -> list[str]:
-    text = data.decode("utf-8", "surrogateescape")
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return lines + ([parts[-1]] if parts[-1] else [])
+    return io.StringIO(data.decode("utf-8", "surrogateescape"), newline="\n").readlines()  # \n only
 
 
 def unified(before: bytes, after: bytes, name: str) -> str:

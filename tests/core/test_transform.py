@@ -342,6 +342,21 @@ class GraphLowering:
     )
 
 
+def test_the_call_found_is_the_one_the_argument_is_passed_to(spec: PatchSpec) -> None:
+    """A call made before the argument, among the log call's own arguments, is not its call."""
+    source = b"""from torch._logging import LazyString
+
+
+class GraphLowering:
+    def call_function(self, target, args, kwargs):
+        log.info(str("Creating implicit fallback for:\\n%s"), error.operator_str(target, args, kwargs))
+"""
+    assert rewrite(source, spec) == Refused(
+        'the log call differs from the known one: expected `log.info("Creating implicit fallback for:\\n%s", '
+        f'{EAGER})`, found `log.info(str("Creating implicit fallback for:\\n%s"), {EAGER})`'
+    )
+
+
 def test_a_differing_call_names_what_was_expected_and_found(spec: PatchSpec) -> None:
     outcome = rewrite(src().replace(b"log.info(", b"log.warning("), spec)
     assert isinstance(outcome, Refused)
