@@ -34,8 +34,7 @@ def main() -> None:
 
 def _without_click() -> None:
     from patcher.cli import commands
-    from patcher.core.errors import ExitCode, missing_dependency
+    from patcher.core.errors import missing
 
-    text = missing_dependency("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-    report = commands.error_report(command_word(sys.argv[1:]), ExitCode.ENVIRONMENT, text, "unknown")
-    commands.finish(report, "--json" in sys.argv[1:])
+    error = missing("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
+    commands.failed(command_word(sys.argv[1:]), error, "--json" in sys.argv[1:])
