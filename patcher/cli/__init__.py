@@ -27,14 +27,9 @@ def main() -> None:
     except ModuleNotFoundError as exc:
         if exc.name != "click":
             raise
-        _without_click()
-    else:
-        app()
+        from patcher.cli import commands
+        from patcher.core.errors import missing
 
-
-def _without_click() -> None:
-    from patcher.cli import commands
-    from patcher.core.errors import missing
-
-    error = missing("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-    commands.failed(command_word(sys.argv[1:]), error, "--json" in sys.argv[1:])
+        error = missing("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
+        commands.failed(command_word(sys.argv[1:]), error, "--json" in sys.argv[1:])
+    app()

@@ -196,12 +196,11 @@ def damaged(found: str) -> LazylogError:
     )
 
 
+@dataclasses.dataclass(eq=False)
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: raised by the command line's handler, caught once at the edge."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
+    signum: int
 
 
 def missing(module: str, what: str) -> LazylogError:
