@@ -31,5 +31,5 @@ def main() -> None:
         from patcher.core.errors import missing
 
         error = missing("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-        commands.failed(command_word(sys.argv[1:]), error, "--json" in sys.argv[1:])
+        commands.failed(commands.Given(command_word(sys.argv[1:]), "--json" in sys.argv[1:]), error)
     app()

@@ -70,8 +70,10 @@ def target_options(func: F) -> F:
     return func
 
 
-def _given(python: str | None, torch_dir: str | None) -> commands.Given:
-    """The target options as given, with those whose value click took from their environment
+def _given(
+    command: str, as_json: bool, verbose: bool, python: str | None, torch_dir: str | None
+) -> commands.Given:
+    """The command as given, with the target options whose value click took from their environment
     variable, each with the variable's name (declared once, on the option)."""
     context = click.get_current_context()
     from_env = {
@@ -79,7 +81,7 @@ def _given(python: str | None, torch_dir: str | None) -> commands.Given:
         for param in context.command.params
         if param.name and context.get_parameter_source(param.name) == click.core.ParameterSource.ENVIRONMENT
     }
-    return commands.Given(python, torch_dir, from_env)
+    return commands.Given(command, as_json, verbose, python, torch_dir, from_env)
 
 
 @click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -105,7 +107,7 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
 
         return engine.apply(target, patch, dry_run=dry_run)
 
-    commands.emit("apply", as_json, verbose, _given(python, torch_dir), work)
+    commands.emit(_given("apply", as_json, verbose, python, torch_dir), work)
 
 
 @cli.command(epilog=EPILOG)
@@ -121,7 +123,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Exit 0 when the installed torch formats the implicit-fallback log lazily (what is left to tidy is
     listed, with the command that does it); exit 1 when it formats eagerly.
     """
-    given = _given(python, torch_dir)
+    given = _given("verify", as_json, verbose, python, torch_dir)
 
     def work(target: Target, patch: PatchSpec) -> Report:
         from patcher.install import reading
@@ -133,7 +135,7 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
             report = runtime_check.run(target, report, f"{commands.program()} verify" + given.options())
         return report
 
-    commands.emit("verify", as_json, verbose, given, work)
+    commands.emit(given, work)
 
 
 @cli.command(epilog=EPILOG)
@@ -149,7 +151,7 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
         return engine.revert(target, patch)
 
-    commands.emit("revert", as_json, verbose, _given(python, torch_dir), work)
+    commands.emit(_given("revert", as_json, verbose, python, torch_dir), work)
 
 
 @cli.command(epilog=EPILOG)
@@ -191,7 +193,8 @@ def diagnose(
         entries.extend(found)
         return report
 
-    commands.run("diagnose", as_json, verbose, work, {"processes": entries})  # as far as the run got
+    given = commands.Given("diagnose", as_json, verbose, extra={"processes": entries})  # as far as it got
+    commands.run(given, work)
 
 
 @cli.command()
@@ -225,7 +228,7 @@ def fingerprint(
             sys.exit(0)
         return report
 
-    commands.run("fingerprint", as_json, False, work)
+    commands.run(commands.Given("fingerprint", as_json), work)
 
 
 def _finite(value: float) -> float:
@@ -252,8 +255,10 @@ def main() -> None:
             exc.show()
             sys.exit(exc.exit_code)
         error = LazylogError(ExitCode(exc.exit_code), exc.format_message())
-        commands.failed(word, error, True, {"processes": []} if word == "diagnose" else None)
+        commands.failed(
+            commands.Given(word, True, extra={"processes": []} if word == "diagnose" else None), error
+        )
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        commands.failed(word, commands.interrupted(word, signum), as_json)
+        commands.failed(commands.Given(word, as_json), commands.interrupted(word, signum))
     sys.exit(code if isinstance(code, int) else 0)

@@ -71,14 +71,19 @@ def _on_path(name: str, file: str) -> bool:
 
 
 class Given(NamedTuple):
-    """The target options as the user gave them (or their environment variables): advice repeats them.
+    """A command as the user gave it: its word, how to print its result (`extra`: its own JSON
+    fields), and the target options (or their environment variables), which advice repeats.
     `from_env` maps the options whose value came from their variable to its name, so errors name it."""
 
+    command: str
+    as_json: bool = False
+    verbose: bool = False
     python: str | None = None
     torch_dir: str | None = None
     from_env: Mapping[str, str] = MappingProxyType({})
+    extra: dict[str, JsonValue] | None = None
 
-    def command(self, step: Next | None, target: Target | None = None) -> str | None:
+    def next_line(self, step: Next | None, target: Target | None = None) -> str | None:
         """The next step as a command line to run as it is, or, for a reinstall no command can name
         or a person's step, what to do instead. `target`: the torch a reinstall is of, when located."""
         if step is None or isinstance(step, Advice):
@@ -115,63 +120,46 @@ class Given(NamedTuple):
         )
 
 
-NOTHING_GIVEN = Given()
-
-
-def run(
-    command: str,
-    as_json: bool,
-    verbose: bool,
-    work: Callable[[], Report],
-    extra: dict[str, JsonValue] | None = None,
-    given: Given = NOTHING_GIVEN,
-    located: list[Target] | None = None,
-) -> NoReturn:
+def run(given: Given, work: Callable[[], Report], located: list[Target] | None = None) -> NoReturn:
     """Run one command and print its one result: the single place where errors are caught and turned
     into an exit code. `located`: the torch the command located, if it got that far (its result, or
     its error, is then about it)."""
     try:
         report = work()
     except Interrupted as exc:
-        failed(command, interrupted(command, exc.signum), as_json, extra)
+        failed(given, interrupted(given.command, exc.signum))
     except Exception as exc:  # a LazylogError; an OSError nothing expected, or a bug: never exit 1
-        if verbose:
+        if given.verbose:
             import traceback
 
             traceback.print_exc()
-        if isinstance(exc, LazylogError):
-            failed(command, exc, as_json, extra, given, located[0] if located else None, verbose)
+        if isinstance(exc, LazylogError):  # about the torch located, else about the values given
+            target = located[0] if located else None
+            failed(given, exc, target, given.variables() if target is None else ())
         what = (
             f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
         )
         message = (
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
-        failed(command, LazylogError(ExitCode.ENVIRONMENT, message), as_json, extra)
-    finish(report, as_json, extra, given, located[0] if located else None)
+        failed(given, LazylogError(ExitCode.ENVIRONMENT, message))
+    finish(given, report, located[0] if located else None)
 
 
 def failed(
-    command: str,
-    error: LazylogError,
-    as_json: bool,
-    extra: dict[str, JsonValue] | None = None,
-    given: Given = NOTHING_GIVEN,
-    target: Target | None = None,
-    verbose: bool = False,
+    given: Given, error: LazylogError, target: Target | None = None, variables: tuple[Variable, ...] = ()
 ) -> NoReturn:
-    """Print an error as every result is printed: about the `target` located, or, before one was,
-    about the values `given` (naming those that came from their environment variable)."""
+    """Print an error as every result is printed, about the `target` located, if any; `variables`:
+    the options whose value came from their environment variable, which the sentence names."""
     from patcher.core.report import Report
 
-    variables = given.variables() if target is None else ()
     where = (str(target.torch_dir), str(target.graph), str(target.undo_path)) if target else (None,) * 3
     torch_dir, graph_py, undo_record = where
     report = Report(
-        command,
+        given.command,
         error.state,
         False,
-        error.text(_single_file(), verbose, variables),
+        error.text(_single_file(), given.verbose, variables),
         error.code,
         error.next,
         torch_version=target.torch_version if target else None,
@@ -181,7 +169,7 @@ def failed(
         diff=error.diff,
         support=error.support,
     )
-    finish(report, as_json, extra, given, target)
+    finish(given, report, target)
 
 
 def _single_file() -> SingleFile | None:
@@ -196,14 +184,12 @@ def _single_file() -> SingleFile | None:
     return SingleFile(minor, platform.machine(), bundle.libs_dir(sys.argv[0]), bundle.LIBS_VARIABLE)
 
 
-def _render(
-    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, next: str | None
-) -> tuple[str, str]:
+def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones;
     `next`: the next step as a line (for "reinstall", the advice to reinstall torch, not a command of
     this tool)."""
-    if as_json:
-        return json.dumps(report.to_json(next) | (extra or {}), indent=2) + "\n", ""
+    if given.as_json:
+        return json.dumps(report.to_json(next) | (given.extra or {}), indent=2) + "\n", ""
     text = report.message
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
@@ -214,19 +200,13 @@ def _render(
     return diff + text + "\n", ""
 
 
-def finish(
-    report: Report,
-    as_json: bool,
-    extra: dict[str, JsonValue] | None = None,
-    given: Given = NOTHING_GIVEN,
-    target: Target | None = None,
-) -> NoReturn:
+def finish(given: Given, report: Report, target: Target | None = None) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step
     (rendered with the options `given`, for the `target` located). A closed or full stdout is exit 5
     (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json, extra, given.command(report.next, target))
+    out, err = _render(given, report, given.next_line(report.next, target))
     try:
         if err:
             _write(sys.stderr, err)
@@ -258,9 +238,7 @@ def _silence() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def emit(
-    command: str, as_json: bool, verbose: bool, given: Given, work: Callable[[Target, PatchSpec], Report]
-) -> NoReturn:
+def emit(given: Given, work: Callable[[Target, PatchSpec], Report]) -> NoReturn:
     """Locate the torch the options name, run the command on it, print its one result."""
     located: list[Target] = []
 
@@ -271,7 +249,7 @@ def emit(
         located.append(locate.locate(given.python or None, given.torch_dir or None, patch))
         return work(located[0], patch)
 
-    run(command, as_json, verbose, on_target, None, given, located)
+    run(given, on_target, located)
 
 
 def signal_code(signum: int) -> ExitCode:
