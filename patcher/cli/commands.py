@@ -174,14 +174,14 @@ def failed(
 
 def _single_file() -> SingleFile | None:
     """The single file, as its messages name it (this Python, its libcst directory); None installed."""
-    from patcher.cli import bundle
+    from patcher.cli import zipmain
 
-    if not bundle.in_zip():
+    if not zipmain.in_zip():
         return None
     import platform
 
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return SingleFile(minor, platform.machine(), bundle.libs_dir(sys.argv[0]), bundle.LIBS_VARIABLE)
+    return SingleFile(minor, platform.machine(), zipmain.libs_dir(sys.argv[0]), zipmain.LIBS_VARIABLE)
 
 
 def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
