@@ -1,7 +1,7 @@
-"""The command line: click's parser (app), the commands and their rendering, the single file's first
-module (zipmain) and its build (pyz). Everything here is thin: it unpacks options and calls the
-layers below. `main` is where every way in starts: the console script, `python -m patcher` and the
-single file.
+"""The command line: click's parser and each command's work (app), running a work and rendering its
+result (commands), the single file's first module (zipmain). Everything here is thin: it unpacks
+options and calls the layers below. `main` is where every way in starts: the console script,
+`python -m patcher` and the single file.
 
 The single file's __main__ imports this module before it knows its Python is new enough: plain
 Python 3.6 syntax here, as in zipmain (annotations quoted, no __future__ import).

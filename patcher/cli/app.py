@@ -19,7 +19,7 @@ EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwra
 
 if TYPE_CHECKING:
     from patcher.core.installed import Target
-    from patcher.core.report import JsonValue, Report
+    from patcher.core.report import Report
     from patcher.core.spec import PatchSpec
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -181,20 +181,10 @@ def diagnose(
     loaded as verify does. Exit 1 when a process is in the eager implicit-fallback formatting or runs a
     torch that formats it eagerly. Without PID: every process this user may read that has torch loaded.
     """
-    entries: list[JsonValue] = []
+    from patcher.diagnose import run
 
-    def work() -> Report:
-        from patcher.diagnose import run
-        from patcher.install import definitions
-
-        pids_read = tuple(run.pid_of(word) for word in pids)
-        options = run.Options(pids_read, not no_children, samples, interval, commands.program())
-        report, found = run.diagnose(options, definitions.load())
-        entries.extend(found)
-        return report
-
-    given = commands.Given("diagnose", as_json, verbose, extra={"processes": entries})  # as far as it got
-    commands.run(given, work)
+    options = run.Options((), not no_children, samples, interval, commands.program())
+    commands.diagnose(commands.Given("diagnose", as_json, verbose), pids, options)
 
 
 @cli.command()
