@@ -273,8 +273,8 @@ def diagnose(given: Given, pids: tuple[str, ...], options: Options) -> NoReturn:
     entries: list[JsonValue] = []
 
     def work() -> Report:
-        given_pids = tuple(diagnosis.pid_of(word) for word in pids)
-        report, found = diagnosis.diagnose(options._replace(pids=given_pids), definitions.load())
+        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process, or exit 2
+        report, found = diagnosis.diagnose(options._replace(pids=checked), definitions.load())
         entries.extend(found)
         return report
 
