@@ -273,7 +273,7 @@ def diagnose(given: Given, pids: tuple[str, ...], options: Options) -> NoReturn:
     entries: list[JsonValue] = []
 
     def work() -> Report:
-        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process, or exit 2
+        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process ID, else exit 2
         report, found = diagnosis.diagnose(options._replace(pids=checked), definitions.load())
         entries.extend(found)
         return report
