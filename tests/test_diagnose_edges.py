@@ -195,7 +195,7 @@ def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
     before py-spy read its stacks, exit 2. The tool runs as the single file by a Python with no py-spy
     beside it, so the py-spy it finds is the one on PATH: the real one behind a script that holds the
     first dump until the test has killed and reaped the process."""
-    from patcher.cli import pyz
+    from patcher import pyz
     from patcher.diagnose import stacks
     from tests.helpers import build_single_file
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import patcher
-from patcher.cli import pyz
+from patcher import pyz
 from tests import libsdir, realdata
 from tests.conftest import need, snapshot, torch_venv
 from tests.helpers import build_single_file, tool

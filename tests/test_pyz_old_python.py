@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli import pyz, zipmain
+from patcher import pyz
+from patcher.cli import zipmain
 from patcher.core.errors import ExitCode
 from tests import bullseye
 from tests.conftest import need

@@ -113,7 +113,7 @@ def test_the_build_refuses_a_click_it_cannot_copy_with_its_license(
     from importlib import metadata
     from types import SimpleNamespace
 
-    from patcher.cli import pyz
+    from patcher import pyz
 
     found = SimpleNamespace(files=[metadata.PackagePath(f) for f in files])
     monkeypatch.setattr(metadata, "distribution", lambda name: found)
@@ -128,7 +128,7 @@ def test_the_build_command_never_writes_a_file_named_after_an_option(
 ) -> None:
     """`python3 -m patcher.pyz --help` prints its usage; an option or a second path is a usage error
     (exit 2); neither writes anything."""
-    from patcher.cli import pyz
+    from patcher import pyz
 
     monkeypatch.chdir(tmp_path)
     code = pyz.main(argv)

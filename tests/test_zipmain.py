@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli import bundle, commands, zipmain
+from patcher.cli import commands, zipmain
 from patcher.core.errors import ExitCode, LazylogError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,27 +77,27 @@ def test_without_a_torch_the_sentence_names_the_directory_to_give(monkeypatch: p
 
 
 def test_the_libcst_directory_is_beside_the_file_or_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
-    assert bundle.libs_dir("/mnt/x/torch-lazylog.pyz") == "/mnt/x/torch-lazylog-libs"
-    monkeypatch.setenv(bundle.LIBS_VARIABLE, "/opt/libs")
-    assert bundle.libs_dir("/mnt/x/torch-lazylog.pyz") == "/opt/libs"
-    assert not bundle.in_zip()  # this checkout's modules are files
+    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
+    assert zipmain.libs_dir("/mnt/x/torch-lazylog.pyz") == "/mnt/x/torch-lazylog-libs"
+    monkeypatch.setenv(zipmain.LIBS_VARIABLE, "/opt/libs")
+    assert zipmain.libs_dir("/mnt/x/torch-lazylog.pyz") == "/opt/libs"
+    assert not zipmain.in_zip()  # this checkout's modules are files
 
 
 def test_in_the_libcst_directory_this_pythons_own_is_taken_when_there_is_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The tool image carries one libcst a Python (torch-lazylog-libs/3.12): the running one's is used."""
-    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
-    libs = tmp_path / bundle.LIBS_NAME
+    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
+    libs = tmp_path / zipmain.LIBS_NAME
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     other = f"{sys.version_info.major}.{sys.version_info.minor + 1}"
     (libs / other).mkdir(parents=True)
-    assert bundle.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs)  # no dir of its own: the whole
+    assert zipmain.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs)  # no dir of its own: the whole
     (libs / minor).mkdir()
-    assert bundle.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs / minor)
-    monkeypatch.setenv(bundle.LIBS_VARIABLE, str(libs))
-    assert bundle.libs_dir("/elsewhere/torch-lazylog") == str(libs / minor)
+    assert zipmain.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs / minor)
+    monkeypatch.setenv(zipmain.LIBS_VARIABLE, str(libs))
+    assert zipmain.libs_dir("/elsewhere/torch-lazylog") == str(libs / minor)
 
 
 def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
@@ -107,12 +107,12 @@ def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
     monkeypatch.setattr("patcher.cli.app.main", lambda: called.append(list(sys.path)))
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "torch-lazylog.pyz"), "verify"])
-    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
     zipmain.main()
-    assert called and str(tmp_path / bundle.LIBS_NAME) not in called[0]
-    (tmp_path / bundle.LIBS_NAME).mkdir()
+    assert called and str(tmp_path / zipmain.LIBS_NAME) not in called[0]
+    (tmp_path / zipmain.LIBS_NAME).mkdir()
     zipmain.main()
-    assert called[1][-1] == str(tmp_path / bundle.LIBS_NAME) and called[1][:-1] == called[0]
+    assert called[1][-1] == str(tmp_path / zipmain.LIBS_NAME) and called[1][:-1] == called[0]
 
 
 def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,14 +120,14 @@ def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.Mon
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setitem(sys.modules, "libcst", None)
     monkeypatch.setattr(sys, "argv", ["/mnt/torch-lazylog/torch-lazylog.pyz", "apply"])
-    monkeypatch.delenv(bundle.LIBS_VARIABLE, raising=False)
+    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
     with pytest.raises(LazylogError) as raised:
         importlib.import_module("patcher.core.transform")
     assert raised.value.code == ExitCode.ENVIRONMENT
     assert raised.value.missing is not None and raised.value.missing.module == "libcst"
     # installed, the sentence is the wheel's; from the zip, the command line names the directory to mount
     assert "install the torch-lazylog wheel" in raised.value.text(commands._single_file())
-    monkeypatch.setattr(bundle, "in_zip", lambda: True)
+    monkeypatch.setattr(zipmain, "in_zip", lambda: True)
     said = raised.value.text(commands._single_file())
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert f"found none for this Python ({minor} on " in said

@@ -1,7 +1,7 @@
-"""The command line: click's parser (app), the commands and their rendering, the single file's first
-module (zipmain) and its build (pyz). Everything here is thin: it unpacks options and calls the
-layers below. `main` is where every way in starts: the console script, `python -m patcher` and the
-single file.
+"""The command line: click's parser and each command's work (app), running a work and rendering its
+result (commands), the single file's first module (zipmain). Everything here is thin: it unpacks
+options and calls the layers below. `main` is where every way in starts: the console script,
+`python -m patcher` and the single file.
 
 The single file's __main__ imports this module before it knows its Python is new enough: plain
 Python 3.6 syntax here, as in zipmain (annotations quoted, no __future__ import).
@@ -27,15 +27,9 @@ def main() -> None:
     except ModuleNotFoundError as exc:
         if exc.name != "click":
             raise
-        _without_click()
-    else:
-        app()
+        from patcher.cli import commands
+        from patcher.core.errors import missing
 
-
-def _without_click() -> None:
-    from patcher.cli import commands
-    from patcher.core.errors import ExitCode, missing_dependency
-
-    text = missing_dependency("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
-    report = commands.error_report(command_word(sys.argv[1:]), ExitCode.ENVIRONMENT, text, "unknown")
-    commands.finish(report, "--json" in sys.argv[1:])
+        error = missing("click", f"parse `{' '.join(sys.argv[1:]) or '(no command)'}`")
+        commands.failed(commands.Given(command_word(sys.argv[1:]), "--json" in sys.argv[1:]), error)
+    app()

@@ -13,15 +13,16 @@ import click
 
 from patcher import __version__
 from patcher.cli import command_word, commands
-from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted
+from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted, LazylogError
 
 EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwrapped
 
 if TYPE_CHECKING:
+    from patcher.core.installed import Target
     from patcher.core.report import Report
+    from patcher.core.spec import PatchSpec
 
 F = TypeVar("F", bound=Callable[..., None])
-T = TypeVar("T")
 
 
 def _empty_is_not_given(context: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -69,15 +70,18 @@ def target_options(func: F) -> F:
     return func
 
 
-def _from_env() -> dict[str, str]:
-    """The target options whose value click took from their environment variable, each with the
-    variable's name (declared once, on the option)."""
+def _given(
+    command: str, as_json: bool, verbose: bool, python: str | None, torch_dir: str | None
+) -> commands.Given:
+    """The command as given, with the target options whose value click took from their environment
+    variable, each with the variable's name (declared once, on the option)."""
     context = click.get_current_context()
-    return {
+    from_env = {
         param.opts[0]: str(param.envvar)
         for param in context.command.params
         if param.name and context.get_parameter_source(param.name) == click.core.ParameterSource.ENVIRONMENT
     }
+    return commands.Given(command, as_json, verbose, python, torch_dir, from_env)
 
 
 @click.group(epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"]})
@@ -97,7 +101,13 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
 
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
-    commands.apply(python, torch_dir, as_json, verbose, dry_run, _from_env())
+
+    def work(target: Target, patch: PatchSpec) -> Report:
+        from patcher.install import engine
+
+        return engine.apply(target, patch, dry_run=dry_run)
+
+    commands.emit(_given("apply", as_json, verbose, python, torch_dir), work)
 
 
 @cli.command(epilog=EPILOG)
@@ -113,7 +123,19 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Exit 0 when the installed torch formats the implicit-fallback log lazily (what is left to tidy is
     listed, with the command that does it); exit 1 when it formats eagerly.
     """
-    commands.verify(python, torch_dir, as_json, verbose, runtime, _from_env())
+    given = _given("verify", as_json, verbose, python, torch_dir)
+
+    def work(target: Target, patch: PatchSpec) -> Report:
+        from patcher.install import reading
+
+        report = reading.verify(target, patch)
+        if runtime:
+            from patcher.install import runtime as runtime_check
+
+            report = runtime_check.run(target, report, f"{commands.program()} verify" + given.options())
+        return report
+
+    commands.emit(given, work)
 
 
 @cli.command(epilog=EPILOG)
@@ -123,7 +145,13 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
 
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
-    commands.revert(python, torch_dir, as_json, verbose, _from_env())
+
+    def work(target: Target, patch: PatchSpec) -> Report:
+        from patcher.install import engine
+
+        return engine.revert(target, patch)
+
+    commands.emit(_given("revert", as_json, verbose, python, torch_dir), work)
 
 
 @cli.command(epilog=EPILOG)
@@ -156,7 +184,7 @@ def diagnose(
     from patcher.diagnose import run
 
     options = run.Options((), not no_children, samples, interval, commands.program())
-    commands.diagnose(pids, options, as_json, verbose)
+    commands.diagnose(commands.Given("diagnose", as_json, verbose), pids, options)
 
 
 @cli.command()
@@ -190,7 +218,7 @@ def fingerprint(
             sys.exit(0)
         return report
 
-    commands.finish(commands.caught("fingerprint", as_json, False, work), as_json)
+    commands.run(commands.Given("fingerprint", as_json), work)
 
 
 def _finite(value: float) -> float:
@@ -199,10 +227,15 @@ def _finite(value: float) -> float:
     return value
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise Interrupted(signum)
+
+
 def main() -> None:
     """The entry point: usage errors too are one JSON object when --json was asked for; SIGINT and
     SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
-    commands.handle_signals()
+    for stop in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(stop, _interrupt)
     as_json = "--json" in sys.argv[1:]
     word = command_word(sys.argv[1:], cli.commands)
     try:
@@ -211,9 +244,11 @@ def main() -> None:
         if not as_json:
             exc.show()
             sys.exit(exc.exit_code)
-        error = commands.error_report(word, ExitCode(exc.exit_code), exc.format_message(), "unknown")
-        commands.finish(error, True, {"processes": []} if word == "diagnose" else None)
+        error = LazylogError(ExitCode(exc.exit_code), exc.format_message())
+        commands.failed(
+            commands.Given(word, True, extra={"processes": []} if word == "diagnose" else None), error
+        )
     except (click.Abort, Interrupted) as exc:  # outside a command's own handling
         signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
-        commands.finish(commands.interrupted(word, signum), as_json)
+        commands.failed(commands.Given(word, as_json), commands.interrupted(word, signum))
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,5 +1,5 @@
-"""The commands as plain functions of typed values, called by click's commands (patcher.cli.app): the
-one place a result is printed and errors are caught.
+"""What runs a command's work, given by click's commands (patcher.cli.app): the one place a result
+is printed and errors are caught.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping
+from shlex import quote
 from types import MappingProxyType
-from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO
 
 from patcher.core.errors import (
     Advice,
@@ -32,14 +33,6 @@ if TYPE_CHECKING:
     from patcher.core.spec import PatchSpec
     from patcher.diagnose.run import Options
 
-T = TypeVar("T")
-
-
-def _quote(word: str) -> str:
-    import shlex  # only for advice
-
-    return shlex.quote(word)
-
 
 def program() -> str:
     """The command line that runs this tool as the user ran it, for the commands its advice prints:
@@ -58,7 +51,7 @@ def program() -> str:
     typed = sys.orig_argv[: len(sys.orig_argv) - len(sys.argv) + 1]
     if not typed or os.path.realpath(typed[-1]) != os.path.realpath(archive):
         typed = [sys.executable or "python3", archive]
-    return " ".join(_quote(w) for w in typed)
+    return " ".join(quote(w) for w in typed)
 
 
 def _console_script() -> str:
@@ -67,7 +60,7 @@ def _console_script() -> str:
     script = sys.argv[0] if sys.argv else ""
     if os.path.basename(script) != "torch-lazylog" or not os.path.isfile(script):  # python -m patcher
         return "torch-lazylog"
-    return "torch-lazylog" if _on_path("torch-lazylog", script) else _quote(os.path.abspath(script))
+    return "torch-lazylog" if _on_path("torch-lazylog", script) else quote(os.path.abspath(script))
 
 
 def _on_path(name: str, file: str) -> bool:
@@ -79,14 +72,19 @@ def _on_path(name: str, file: str) -> bool:
 
 
 class Given(NamedTuple):
-    """The target options as the user gave them (or their environment variables): advice repeats them.
+    """A command as the user gave it: its word, how to print its result (`extra`: its own JSON
+    fields), and the target options (or their environment variables), which advice repeats.
     `from_env` maps the options whose value came from their variable to its name, so errors name it."""
 
+    command: str
+    as_json: bool = False
+    verbose: bool = False
     python: str | None = None
     torch_dir: str | None = None
     from_env: Mapping[str, str] = MappingProxyType({})
+    extra: dict[str, JsonValue] | None = None
 
-    def command(self, step: Next | None, target: Target | None = None) -> str | None:
+    def next_line(self, step: Next | None, target: Target | None = None) -> str | None:
         """The next step as a command line to run as it is, or, for a reinstall no command can name
         or a person's step, what to do instead. `target`: the torch a reinstall is of, when located."""
         if step is None or isinstance(step, Advice):
@@ -100,114 +98,99 @@ class Given(NamedTuple):
 
                 install = install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
-            quoted = _quote(python) if python else None
+            quoted = quote(python) if python else None
             import shutil  # only for advice
 
             layout = Layout(install.managed, install.pip is not False, bool(shutil.which("uv")))
             return reinstall(quoted, install.dist_version, install.vendor, install.installer, layout)
         return f"{program()} {step}" + self.options()
 
+    def _options(self) -> tuple[tuple[Option, str | None], ...]:
+        return (("--python", self.python), ("--torch-dir", self.torch_dir))
+
     def options(self) -> str:
         """The target options as given, to repeat after a command."""
-        options = (("--python", self.python), ("--torch-dir", self.torch_dir))
-        return "".join(f" {flag} {_quote(v)}" for flag, v in options if v)
+        return "".join(f" {flag} {quote(v)}" for flag, v in self._options() if v)
 
     def variables(self) -> tuple[Variable, ...]:
         """The target options whose value came from their environment variable, as errors name them."""
-        options: tuple[tuple[Option, str | None], ...] = (
-            ("--python", self.python),
-            ("--torch-dir", self.torch_dir),
-        )
         return tuple(
-            Variable(option, self.from_env[option], _quote(value))
-            for option, value in options
+            Variable(option, self.from_env[option], quote(value))
+            for option, value in self._options()
             if option in self.from_env and value is not None
         )
 
 
-def caught(
-    command: str,
-    as_json: bool,
-    verbose: bool,
-    work: Callable[[], T],
-    given: Given | None = None,
-    extra: dict[str, JsonValue] | None = None,
-    located: list[Target] | None = None,
-) -> T:
-    """Run one command; the single place where errors are caught and turned into an exit code.
-    `located`: the torch the command located, if it got that far (an error is then about it)."""
+def run(given: Given, work: Callable[[], Report], located: list[Target] | None = None) -> NoReturn:
+    """Run one command and print its one result: the single place where errors are caught and turned
+    into an exit code. `located`: the torch the command located, if it got that far (its result, or
+    its error, is then about it)."""
     try:
-        return work()
-    except LazylogError as exc:
-        if verbose:
-            _traceback()
-        given, target = given or Given(), located[0] if located else None
-        variables = given.variables() if target is None else ()  # an error about the values given
-        text = exc.text(_single_file(), verbose, variables)
-        error = error_report(command, exc.code, text, exc.state, target)
-        finish(
-            error._replace(next=exc.next, diff=exc.diff, support=exc.support), as_json, extra, given, target
-        )
+        report = work()
     except Interrupted as exc:
-        finish(interrupted(command, exc.signum), as_json, extra)
-    except Exception as exc:  # an OSError nothing expected, or a bug: never let it read as exit 1
-        if verbose:
-            _traceback()
+        failed(given, interrupted(given.command, exc.signum))
+    except Exception as exc:  # a LazylogError; an OSError nothing expected, or a bug: never exit 1
+        if given.verbose:
+            import traceback
+
+            traceback.print_exc()
+        if isinstance(exc, LazylogError):  # about the torch located, else about the values given
+            target = located[0] if located else None
+            failed(given, exc, target, given.variables() if target is None else ())
         what = (
             f"{exc.strerror} ({exc.filename})" if isinstance(exc, OSError) else f"{type(exc).__name__}: {exc}"
         )
         message = (
             f"Unexpected error: {what}. Rerun with --verbose for the traceback and report it if it is a bug"
         )
-        finish(error_report(command, ExitCode.ENVIRONMENT, message, "unknown"), as_json, extra)
+        failed(given, LazylogError(ExitCode.ENVIRONMENT, message))
+    finish(given, report, located[0] if located else None)
 
 
-def _single_file() -> SingleFile | None:
-    """The single file, as its messages name it (this Python, its libcst directory); None installed."""
-    from patcher.cli import bundle
-
-    if not bundle.in_zip():
-        return None
-    import platform
-
-    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return SingleFile(minor, platform.machine(), bundle.libs_dir(sys.argv[0]), bundle.LIBS_VARIABLE)
-
-
-def error_report(
-    command: str, code: ExitCode, message: str, state: str, target: Target | None = None
-) -> Report:
+def failed(
+    given: Given, error: LazylogError, target: Target | None = None, variables: tuple[Variable, ...] = ()
+) -> NoReturn:
+    """Print an error as every result is printed, about the `target` located, if any; `variables`:
+    the options whose value came from their environment variable, which the sentence names."""
     from patcher.core.report import Report
 
     where = (str(target.torch_dir), str(target.graph), str(target.undo_path)) if target else (None,) * 3
     torch_dir, graph_py, undo_record = where
-    return Report(
-        command,
-        state,
+    report = Report(
+        given.command,
+        error.state,
         False,
-        message,
-        code,
+        error.text(_single_file(), given.verbose, variables),
+        error.code,
+        error.next,
         torch_version=target.torch_version if target else None,
         torch_dir=torch_dir,
         graph_py=graph_py,
         undo_record=undo_record,
+        diff=error.diff,
+        support=error.support,
     )
+    finish(given, report, target)
 
 
-def _traceback() -> None:
-    import traceback
+def _single_file() -> SingleFile | None:
+    """The single file, as its messages name it (this Python, its libcst directory); None installed."""
+    from patcher.cli import zipmain
 
-    traceback.print_exc()
+    if not zipmain.in_zip():
+        return None
+    import platform
+
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return SingleFile(minor, platform.machine(), zipmain.libs_dir(sys.argv[0]), zipmain.LIBS_VARIABLE)
 
 
-def _render(
-    report: Report, as_json: bool, extra: dict[str, JsonValue] | None, next: str | None
-) -> tuple[str, str]:
+def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     """What goes to stdout and to stderr; `extra` adds a command's own fields after the shared ones;
     `next`: the next step as a line (for "reinstall", the advice to reinstall torch, not a command of
     this tool)."""
-    if as_json:
-        return json.dumps(report.to_json(next) | (extra or {}), indent=2) + "\n", ""
+    if given.as_json:
+        return json.dumps(report.to_json(next) | (given.extra or {}), indent=2) + "\n", ""
     text = report.message
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
@@ -218,19 +201,13 @@ def _render(
     return diff + text + "\n", ""
 
 
-def finish(
-    report: Report,
-    as_json: bool,
-    extra: dict[str, JsonValue] | None = None,
-    given: Given | None = None,
-    target: Target | None = None,
-) -> NoReturn:
+def finish(given: Given, report: Report, target: Target | None = None) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step
     (rendered with the options `given`, for the `target` located). A closed or full stdout is exit 5
     (OUTPUT), never the command's own code."""
     text = report.message.rstrip(".")
     report = report._replace(message=text if text.endswith(("?", "!")) else text + ".")  # one stop
-    out, err = _render(report, as_json, extra, (given or Given()).command(report.next, target))
+    out, err = _render(given, report, given.next_line(report.next, target))
     try:
         if err:
             _write(sys.stderr, err)
@@ -262,75 +239,18 @@ def _silence() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _emit(
-    command: str, as_json: bool, verbose: bool, given: Given, work: Callable[[Target, PatchSpec], Report]
-) -> NoReturn:
+def emit(given: Given, work: Callable[[Target, PatchSpec], Report]) -> NoReturn:
     """Locate the torch the options name, run the command on it, print its one result."""
     located: list[Target] = []
 
-    def run() -> Report:
+    def on_target() -> Report:
         from patcher.install import definitions, locate
 
         patch = definitions.load()
         located.append(locate.locate(given.python or None, given.torch_dir or None, patch))
         return work(located[0], patch)
 
-    report = caught(command, as_json, verbose, run, given, located=located)
-    finish(report, as_json, None, given, located[0])
-
-
-def apply(
-    python: str | None,
-    torch_dir: str | None,
-    as_json: bool,
-    verbose: bool,
-    dry_run: bool,
-    from_env: Mapping[str, str],
-) -> NoReturn:
-    def work(target: Target, patch: PatchSpec) -> Report:
-        from patcher.install import engine
-
-        return engine.apply(target, patch, dry_run=dry_run)
-
-    _emit("apply", as_json, verbose, Given(python, torch_dir, from_env), work)
-
-
-def verify(
-    python: str | None,
-    torch_dir: str | None,
-    as_json: bool,
-    verbose: bool,
-    runtime: bool,
-    from_env: Mapping[str, str],
-) -> NoReturn:
-    given = Given(python, torch_dir, from_env)
-
-    def work(target: Target, patch: PatchSpec) -> Report:
-        from patcher.install import reading
-
-        report = reading.verify(target, patch)
-        if runtime:
-            from patcher.install import runtime as runtime_check
-
-            report = runtime_check.run(target, report, f"{program()} verify" + given.options())
-        return report
-
-    _emit("verify", as_json, verbose, given, work)
-
-
-def revert(
-    python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, from_env: Mapping[str, str]
-) -> NoReturn:
-    def work(target: Target, patch: PatchSpec) -> Report:
-        from patcher.install import engine
-
-        return engine.revert(target, patch)
-
-    _emit("revert", as_json, verbose, Given(python, torch_dir, from_env), work)
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise Interrupted(signum)
+    run(given, on_target, located)
 
 
 def signal_code(signum: int) -> ExitCode:
@@ -338,33 +258,24 @@ def signal_code(signum: int) -> ExitCode:
     return ExitCode.TERMINATED if signum == signal.SIGTERM else ExitCode.INTERRUPTED
 
 
-def interrupted(command: str, signum: int) -> Report:
+def interrupted(command: str, signum: int) -> LazylogError:
     """What a command stopped by SIGINT or SIGTERM reports."""
     from patcher.core.messages import interrupted as sentence
 
-    text = sentence(signal.Signals(signum).name, command, program())
-    return error_report(command, signal_code(signum), text, "unknown")
+    return LazylogError(signal_code(signum), sentence(signal.Signals(signum).name, command, program()))
 
 
-def handle_signals() -> None:
-    """SIGINT and SIGTERM end in their own exit codes (130, 143), never 0 or 1."""
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, _interrupt)
-
-
-def diagnose(pids: tuple[str, ...], options: Options, as_json: bool, verbose: bool) -> NoReturn:
-    """diagnose PID...: its result printed here, as every command's is."""
-    from patcher.diagnose import run
+def diagnose(given: Given, pids: tuple[str, ...], options: Options) -> NoReturn:
+    """diagnose PID...: its JSON's `processes` are filled in as far as the run got."""
+    from patcher.diagnose import run as diagnosis
     from patcher.install import definitions
 
     entries: list[JsonValue] = []
 
     def work() -> Report:
-        given = options._replace(pids=tuple(run.pid_of(word) for word in pids))
-        report, found = run.diagnose(given, definitions.load())
+        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process ID, else exit 2
+        report, found = diagnosis.diagnose(options._replace(pids=checked), definitions.load())
         entries.extend(found)
         return report
 
-    extra: dict[str, JsonValue] = {"processes": entries}  # filled in as far as the run got
-    report = caught("diagnose", as_json, verbose, work, extra=extra)
-    finish(report, as_json, extra)
+    run(given._replace(extra={"processes": entries}), work)

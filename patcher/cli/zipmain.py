@@ -6,7 +6,7 @@ exit 4 instead of a traceback from the first module that uses 3.10. On 3.10+ it 
 libcst built for this Python (`pip install --target`) on the path when there is one, then hands over to
 the command line (patcher.cli.main: click's, or a sentence where click is missing). libcst's parser is
 native code and cannot load from inside a zip: that directory is how the single file reads a graph.py
-that is not a known release's bytes.
+that is not a known release's bytes (and what the command line's errors name: patcher.cli.commands).
 """
 
 import json
@@ -14,6 +14,21 @@ import os
 import sys
 
 ENVIRONMENT = 4  # patcher.core.errors.ExitCode.ENVIRONMENT, which this module may not import
+LIBS_VARIABLE = "TORCH_LAZYLOG_LIBS"
+LIBS_NAME = "torch-lazylog-libs"  # a directory beside the .pyz, found without any option
+
+
+def libs_dir(archive: str) -> str:
+    """The libcst directory: $TORCH_LAZYLOG_LIBS, else torch-lazylog-libs beside the file; in it, the
+    subdirectory named after this Python (`3.12`) when there is one, as the tool image has one a Python."""
+    libs = os.environ.get(LIBS_VARIABLE) or os.path.join(os.path.dirname(os.path.abspath(archive)), LIBS_NAME)
+    own = os.path.join(libs, f"{sys.version_info[0]}.{sys.version_info[1]}")
+    return own if os.path.isdir(own) else libs
+
+
+def in_zip() -> bool:
+    """Whether this package runs from the single file (its modules are no files of their own)."""
+    return not os.path.isfile(__file__)
 
 
 def too_old(version: str, executable: str, torch_dir: str, file: str) -> str:
@@ -62,8 +77,6 @@ def _refuse_old() -> None:
 def main() -> None:
     if sys.version_info < (3, 10):  # noqa: UP036 -- the one place that runs on an older Python
         _refuse_old()
-    from patcher.cli.bundle import libs_dir
-
     libs = libs_dir(sys.argv[0])
     if os.path.isdir(libs):
         sys.path.append(libs)  # last: the zip's own modules and the image's packages come first

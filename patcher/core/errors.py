@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from typing import Literal, NamedTuple
 
@@ -34,6 +35,7 @@ EXIT_CODE_HELP = """Exit codes:
   130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""
 
 
+@dataclasses.dataclass(eq=False)  # an exception: compared and hashed as itself
 class LazylogError(Exception):
     """The one domain error: a message kept in parts until `text` renders it, the one place that does.
 
@@ -45,26 +47,14 @@ class LazylogError(Exception):
     with --verbose and in JSON. Which torch it is about is the command line's to add: it located it.
     """
 
-    def __init__(
-        self,
-        code: ExitCode,
-        message: str,
-        state: str = "unknown",
-        next: Next | None = None,
-        hint: Hint | None = None,
-        missing: Missing | None = None,
-        diff: str | None = None,
-        support: Support | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.state = state
-        self.next = next
-        self.hint = hint
-        self.missing = missing
-        self.diff = diff
-        self.support = support
+    code: ExitCode
+    message: str
+    state: str = "unknown"
+    next: Next | None = None
+    hint: Hint | None = None
+    missing: Missing | None = None
+    diff: str | None = None
+    support: Support | None = None
 
     def __str__(self) -> str:
         return self.text()
@@ -192,10 +182,6 @@ class Advice(NamedTuple):
 Next = Literal["apply", "revert", "reinstall"] | Advice
 
 
-def refused(message: str, next: Next | None = None) -> LazylogError:
-    return LazylogError(ExitCode.REFUSED, message, next=next)
-
-
 def environment(message: str, hint: Hint | None = None) -> LazylogError:
     return LazylogError(ExitCode.ENVIRONMENT, message, hint=hint)
 
@@ -210,25 +196,21 @@ def damaged(found: str) -> LazylogError:
     )
 
 
+@dataclasses.dataclass(eq=False)
 class Interrupted(BaseException):
     """SIGINT or SIGTERM arrived: raised by the command line's handler, caught once at the edge."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def missing_dependency(module: str, what: str) -> str:
-    """What needs a dependency that is not installed for this Python."""
-    return (
-        f"Expected {module} to {what}, but it is not installed for this Python. Nothing was written; "
-        "install the torch-lazylog wheel, which brings click and libcst, and run torch-lazylog from it"
-    )
+    signum: int
 
 
 def missing(module: str, what: str) -> LazylogError:
     """A dependency that is not there: the error names it, so the command line can say what to mount."""
-    return LazylogError(ExitCode.ENVIRONMENT, missing_dependency(module, what), missing=Missing(module, what))
+    return LazylogError(
+        ExitCode.ENVIRONMENT,
+        f"Expected {module} to {what}, but it is not installed for this Python. Nothing was written; "
+        "install the torch-lazylog wheel, which brings click and libcst, and run torch-lazylog from it",
+        missing=Missing(module, what),
+    )
 
 
 def missing_libcst_dir(what: str, single_file: SingleFile) -> str:

@@ -109,12 +109,10 @@ def verify(
     return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
 
 
-# graph.py's bytes alone, in the states an undo record this version cannot read leaves.
-_BYTES_ALONE: dict[State, str] = {
-    "untrusted-eager": "graph.py is unpatched{release}, eager",
-    "untrusted-patched": "graph.py is patched{release}",
-    "untrusted-lazy": "graph.py ships the lazy call{release}",
-}
+def _bytes_alone(state: State, known: Known) -> str:
+    """graph.py's bytes alone, in the states an undo record this version cannot read leaves: the
+    state's description without the record it was found beside."""
+    return state_text(state, known).partition(", beside ")[0]
 
 
 def _newer(undo_path: Path, version: int) -> str:
@@ -128,7 +126,7 @@ def newer_record(state: State, known: Known, undo_path: Path, version: int) -> s
     """verify's description of graph.py beside an undo record a newer torch-lazylog wrote: the
     record named as that tool's, never as damage, and what this version does with it."""
     return (
-        f"{_BYTES_ALONE[state].format(release=described(known))}, beside {_newer(undo_path, version)}: "
+        f"{_bytes_alone(state, known)}, beside {_newer(undo_path, version)}: "
         "this one judges graph.py alone and leaves the record as it is; run the torch-lazylog that "
         "wrote it, or a later one, to apply or revert"
     )
@@ -140,29 +138,21 @@ def newer_refused(
     """apply's or revert's refusal beside a newer tool's undo record: it neither reads nor rewrites it."""
     return (
         f"Expected an undo record this torch-lazylog can read beside graph.py of {_where(*where)}, found "
-        f"{_newer(undo_path, version)}; {_BYTES_ALONE[state].format(release=described(known))}. Nothing "
+        f"{_newer(undo_path, version)}; {_bytes_alone(state, known)}. Nothing "
         f"was written and the record is left as it is: run the torch-lazylog that wrote it, or a later "
         f"one, to {command}"
     )
 
 
-def _verb(word: str, dry_run: bool) -> str:
-    return _VERBS[word][dry_run]
-
-
 def _extras(done: Done, dry_run: bool) -> list[str]:
-    extras = []
-    if done.undo_written and not done.graph:
-        extras.append(f"{_verb('wrote', dry_run)} its undo record")
-    if done.undo_removed and not done.graph:
-        extras.append(f"{_verb('removed', dry_run)} the undo record")
-    if done.record:
-        extras.append(f"{_verb('updated', dry_run)} RECORD")
-    if done.pycs:
-        extras.append(f"{_verb('rebuilt', dry_run)} {done.pycs} pyc file(s)")
-    if done.pycs_removed:
-        extras.append(f"{_verb('removed', dry_run)} {done.pycs_removed} pyc file(s) of other interpreters")
-    return extras
+    said = (
+        (done.undo_written and not done.graph, "wrote", "its undo record"),
+        (done.undo_removed and not done.graph, "removed", "the undo record"),
+        (done.record, "updated", "RECORD"),
+        (done.pycs, "rebuilt", f"{done.pycs} pyc file(s)"),
+        (done.pycs_removed, "removed", f"{done.pycs_removed} pyc file(s) of other interpreters"),
+    )
+    return [f"{_VERBS[verb][dry_run]} {what}" for due, verb, what in said if due]
 
 
 def changed(command: str, state: State, known: Known, version: str | None, done: Done, dry_run: bool) -> str:
@@ -170,11 +160,11 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     what = f"torch {version or '(unknown version)'}"
     if done.graph and command == "apply":
         lead = (
-            f"{_verb('patched', dry_run)} graph.py line {done.line} of {what}{described(known)}: the "
+            f"{_VERBS['patched'][dry_run]} graph.py line {done.line} of {what}{described(known)}: the "
             "implicit-fallback log text is built only when the line is emitted"
         )
     elif done.graph:
-        lead = f"{_verb('restored', dry_run)} graph.py of {what} to its original bytes{described(known)}"
+        lead = f"{_VERBS['restored'][dry_run]} graph.py of {what} to its original bytes{described(known)}"
     elif command == "revert" and state not in LAZY:
         lead = f"Nothing to revert: {state_text(state, known)}"
     elif command == "revert":

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from patcher.core import steps
-from patcher.core.errors import ExitCode, LazylogError, refused
+from patcher.core.errors import ExitCode, LazylogError
 from patcher.core.hashes import sha256, version_key
 from patcher.core.outcome import Refused, Rewritten, Unchanged
 from patcher.core.report import Report
@@ -43,7 +43,9 @@ def graph_from_wheel(wheel: Path, spec: PatchSpec) -> tuple[str, bytes]:
 def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, dict[str, str]]:
     outcome = rewrite(source, spec)
     if isinstance(outcome, Refused):
-        raise refused(f"torch {version}: cannot fingerprint graph.py: {outcome.reason}.")
+        raise LazylogError(
+            ExitCode.REFUSED, f"torch {version}: cannot fingerprint graph.py: {outcome.reason}."
+        )
     if isinstance(outcome, Unchanged):
         row = Release(version, "native", sha256(source), len(source), outcome.site.fingerprint)
         return row, {outcome.site.fingerprint: outcome.site.code}
