@@ -31,14 +31,17 @@ _WORKING_PYTHON = Hint(("Nothing was written; ", Pass("--python", "a working Pyt
 
 # -c puts '' (the working directory) first, after site has run; nothing else makes a '' entry, since
 # site turns every other entry absolute. Removed before the first import that could be shadowed.
-# The module's source comes first in argv (read by its loader: a file, or a member of the zip of the
-# single-file build, which no other interpreter can open), then its file's name for tracebacks.
+# stdin brings the module's file name (for tracebacks), its source (read by its loader: a file, or a
+# member of the single-file build's zip, which no other interpreter can open) and the module's own
+# stdin, split by NULs, which neither a file name, nor source, nor JSON holds.
 _LAUNCHER = (
     "import sys\n"
     "if sys.path[:1] == ['']:\n"
     "    del sys.path[0]\n"
-    "source, sys.argv = sys.argv[1], sys.argv[2:]\n"
-    "exec(compile(source, sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n"
+    "import io\n"
+    "name, source, text = sys.stdin.read().split('\\0', 2)\n"
+    "sys.stdin = io.StringIO(text)\n"
+    "exec(compile(source, name, 'exec'), {'__name__': '__main__', '__file__': name})\n"
 )
 
 
@@ -111,11 +114,10 @@ def run_module(
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed
 
-    command = [python, "-B", "-c", *_launch(module)]
     try:
         return subprocess.run(
-            command,
-            input=stdin,  # never this process's stdin (PYTHONINSPECT would wait on it)
+            [python, "-B", "-c", _LAUNCHER],
+            input=_launched(module, stdin),  # never this process's stdin (PYTHONINSPECT would wait on it)
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -128,12 +130,12 @@ def run_module(
         raise _unrunnable(python, what, exc) from exc
 
 
-def _launch(module: ModuleType) -> list[str]:
-    """The launcher, the module's source and its file's name."""
+def _launched(module: ModuleType, stdin: str) -> str:
+    """What the launcher reads: the module's file name and source, then the module's stdin."""
     loader = module.__spec__.loader if module.__spec__ else None
     source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
     assert source is not None and module.__file__ is not None, f"{module.__name__} has no source to run"
-    return [_LAUNCHER, source, module.__file__]
+    return "\0".join((module.__file__, source, stdin))
 
 
 def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
