@@ -96,7 +96,6 @@ def command(
 ) -> tuple[Report, str | None]:
     """The `fingerprint` command: its report, and the table to print when neither --check nor
     --output was given (as text; with --json the report carries it in `diff`)."""
-    from patcher.core.errors import ExitCode
     from patcher.install import definitions, fsio
 
     patch = definitions.load()

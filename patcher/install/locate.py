@@ -18,28 +18,17 @@ _SITE_PACKAGES = Pass("--torch-dir", "the `torch` directory inside site-packages
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
-
-
-def _version_of(text: str) -> str | None:
-    """`__version__ = '...'` (or `__version__: str = "..."`) in torch/version.py."""
-    for line in text.splitlines():
-        name, eq, value = line.partition("=")
-        if eq and name.split(":")[0].strip() == "__version__" and line.startswith("__version__"):
-            value = value.strip()
-            end = value.find(value[:1], 1) if value[:1] in ("'", '"') else -1
-            if end > 1:
-                return value[1:end]
-    return None
+_VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 
 
 def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
+    """torch/version.py's `__version__ = '...'` (or `__version__: str = "..."`); only when it says
+    nothing, the distribution's version."""
     try:
-        found = _version_of((torch_dir / "version.py").read_text(encoding="utf-8"))
-        if found:
-            return found
+        found = _VERSION.search((torch_dir / "version.py").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
-        pass
-    return dist_version(dist_info)  # only when version.py says nothing
+        found = None
+    return found["version"] if found else dist_version(dist_info)
 
 
 def dist_version(dist_info: Path | None) -> str | None:
@@ -138,16 +127,12 @@ def _imports_it(probed: Interpreter, found: Found, directory: Path, derived: boo
 
 def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Found, str | None]:
     """The interpreter for a given torch directory, checked to import it; no owner for a bare tree."""
-    if python is not None:
-        probed, found = interpreter.probe(python, find_torch=True)
-        _imports_it(probed, found, directory, derived=False)
-        return probed, found, probed.executable
-    owned = _owner_of(directory)
+    owned = interpreter.probe(python, find_torch=True) if python is not None else _owner_of(directory)
     if owned is None:  # a tree no interpreter beside it owns: the bytes are all there is to check
         probed, _ = interpreter.probe(None, find_torch=False)
         return probed, Found(None, None, None), None
     probed, found = owned
-    _imports_it(probed, found, directory, derived=True)
+    _imports_it(probed, found, directory, derived=python is None)
     return probed, found, probed.executable
 
 
