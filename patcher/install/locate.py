@@ -157,24 +157,24 @@ def _kind(path: Path) -> str:
 
 def _check_tree(directory: Path, spec: PatchSpec) -> Path:
     graph = directory / spec.file
-    if directory.is_dir() and not graph.is_file() and (graph.exists() or graph.is_symlink()):
+    if graph.is_file():
+        return graph
+    if graph.exists() or graph.is_symlink():  # something else, in a directory
         raise environment(
             f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}",
             Hint(("Nothing was read or written: reinstall torch to restore graph.py, or ", _SITE_PACKAGES)),
         )
-    if not directory.is_dir() or not graph.is_file():
-        found_text = (
-            f"{directory} without it"
-            if directory.is_dir()
-            else f"no directory at {directory}"
-            if not directory.exists()
-            else f"{directory}, which is not a directory"
-        )
-        raise environment(
-            f"Expected a torch package directory containing {spec.file}, found {found_text}",
-            Hint((_SITE_PACKAGES,)),
-        )
-    return graph
+    found_text = (
+        f"{directory} without it"
+        if directory.is_dir()
+        else f"no directory at {directory}"
+        if not directory.exists()
+        else f"{directory}, which is not a directory"
+    )
+    raise environment(
+        f"Expected a torch package directory containing {spec.file}, found {found_text}",
+        Hint((_SITE_PACKAGES,)),
+    )
 
 
 def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target:
