@@ -7,12 +7,6 @@ from pathlib import Path
 from patcher.core.spec import PATCH_NAME, PatchSpec, parse
 
 
-def _checkout_patches() -> Path:
-    """A checkout run as it is, without installing (`PYTHONPATH=checkout python -m patcher`), has the
-    definitions at its top level."""
-    return Path(__file__).resolve().parent.parent.parent / "patches"
-
-
 def _read(name: str) -> str:
     """A patch definition, wherever the package is: installed (pyproject maps the checkout's top-level
     patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
@@ -22,8 +16,8 @@ def _read(name: str) -> str:
 
     try:
         package = import_module("patcher.patches")
-    except ModuleNotFoundError:
-        return _checkout_patches().joinpath(name).read_text(encoding="utf-8")
+    except ModuleNotFoundError:  # a checkout run as it is (`PYTHONPATH=checkout python -m patcher`)
+        return (Path(__file__).resolve().parents[2] / "patches" / name).read_text(encoding="utf-8")
     where = Path(package.__file__ or "").parent
     if where.is_dir():
         return where.joinpath(name).read_text(encoding="utf-8")

@@ -14,22 +14,20 @@ from typing import TYPE_CHECKING
 
 from patcher.core import messages, state
 from patcher.core.edits import line_edit
-from patcher.core.facts import Reading
+from patcher.core.errors import ExitCode, LazylogError
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Remove, Step, Write
-from patcher.install import fsio, pyc
-from patcher.install.reading import newer_refusal, newer_version, read_install, refusal, report, under_lock
+from patcher.install import fsio, lock, pyc
+from patcher.install.reading import newer_version, read_install, refusal, report
 
 if TYPE_CHECKING:
-    from patcher.core.outcome import Rewritten
     from patcher.core.plan import Plan
 
 
 def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> None:
-    """Check, compile the pycs, stage everything, then commit."""
-    fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
+    """Compile the pycs, stage everything, then commit (every path written has been checked)."""
     rebuilds = [s for s in planned.steps if isinstance(s, Rebuild)]
     compiled: dict[Path, bytes] = {}
     if rebuilds:
@@ -79,9 +77,13 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
     if "refuse" in does:
         raise refusal(target, spec, snap, reading)
     version = newer_version(snap)
-    if version is not None:  # a newer tool's record: never read, rewritten or removed here
-        raise newer_refusal(command, target, reading, version)
-    planned = plan_for(target, spec, snap, reading, does, rewritten)
+    if version is not None:  # a newer tool's record: never read, rewritten or removed, nothing written
+        where = (target.torch_version, target.torch_dir)
+        text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
+        raise LazylogError(ExitCode.REFUSED, text, reading.state)
+    from patcher.core import plan
+
+    planned = plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)
     done = _done(target, snap, planned)
     message = messages.changed(command, reading.state, reading.known, target.torch_version, done, dry_run)
     diff = None
@@ -89,7 +91,7 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
         from patcher.core.diff import unified
 
         diff = unified(snap.graph, planned.result, "torch/" + spec.file)
-    if dry_run and planned.steps:  # what the real run would refuse, the dry run refuses too
+    if planned.steps:  # what the real run would refuse, the dry run refuses too
         fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
         return report(command, target, snap, reading, message)._replace(diff=diff)
@@ -100,22 +102,11 @@ def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: boo
     return result._replace(diff=diff, changed=True, pycs=pycs)
 
 
-def plan_for(
-    target: Target,
-    spec: PatchSpec,
-    snap: Snapshot,
-    reading: Reading,
-    does: tuple[state.Action, ...],
-    rewritten: Rewritten | None,
-) -> Plan:
-    from patcher.core import plan
-
-    return plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)
-
-
 def apply(target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
-    return under_lock(target, not dry_run, lambda: _apply_or_revert("apply", target, spec, dry_run))
+    with lock.locked(target.torch_dir, exclusive=not dry_run):
+        return _apply_or_revert("apply", target, spec, dry_run)
 
 
 def revert(target: Target, spec: PatchSpec) -> Report:
-    return under_lock(target, True, lambda: _apply_or_revert("revert", target, spec))
+    with lock.locked(target.torch_dir, exclusive=True):
+        return _apply_or_revert("revert", target, spec)

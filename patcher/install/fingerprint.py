@@ -98,26 +98,23 @@ def command(
 ) -> tuple[Report, str | None]:
     """The `fingerprint` command: its report, and the table to print when neither --check nor
     --output was given (as text; with --json the report carries it in `diff`)."""
-    from patcher.core.errors import ExitCode
     from patcher.install import definitions, fsio
 
     patch = definitions.load()
     releases = build_releases((graph_from_wheel(w, patch) for w in wheels), patch)
     text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+    code, changed, shown = ExitCode.OK, False, None
     if check:
         shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        message = f"The shipped releases table matches {len(wheels)} wheel(s)"
         if shipped != text:
+            code = ExitCode.DIFFERS
             message = "The shipped releases table differs from the one these wheels give"
-            return Report("fingerprint", "unknown", False, message, ExitCode.DIFFERS), None
-        return Report(
-            "fingerprint", "unknown", False, f"The shipped releases table matches {len(wheels)} wheel(s)"
-        ), None
-    if output is not None:
+    elif output is not None:
         fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
-        return Report(
-            "fingerprint", "unknown", True, f"Wrote {len(releases.rows)} release(s) to {output}"
-        ), None
-    shown = releases_table(releases) if markdown else text
-    versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
-    message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
-    return Report("fingerprint", "unknown", False, message, diff=shown), shown
+        changed, message = True, f"Wrote {len(releases.rows)} release(s) to {output}"
+    else:
+        shown = releases_table(releases) if markdown else text
+        versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
+        message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
+    return Report("fingerprint", "unknown", changed, message, code, diff=shown), shown

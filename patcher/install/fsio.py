@@ -63,24 +63,18 @@ def _staging_cause(exc: OSError, path: Path) -> str:
         return f"{path.parent} is on a read-only filesystem"
     if exc.errno in (errno.EACCES, errno.EPERM):
         return f"permission denied in {path.parent}; run torch-lazylog as the owner of the torch install"
-    return _describe(exc, path)
-
-
-def _describe(exc: OSError, path: Path) -> str:
     return f"{exc.strerror or exc} ({path})"
-
-
-def _now(path: Path) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return sha256(handle.read())
-    except FileNotFoundError:
-        return ABSENT
 
 
 def unchanged(step: Step) -> None:
     """Stop before overwriting a file that changed since it was read (a concurrent pip install)."""
-    if step.was != ANY and _now(step.path) != step.was:
+    if step.was == ANY:
+        return
+    try:
+        now = sha256(step.path.read_bytes())
+    except FileNotFoundError:
+        now = ABSENT
+    if now != step.was:
         raise environment(
             f"Expected {step.path} to be as it was when torch-lazylog read it, but it changed meanwhile "
             "(another install or tool is writing torch). Run the same command again once it has finished"
@@ -99,12 +93,13 @@ def _signals_held() -> Iterator[None]:
 
 def run(steps: list[Step], what: str) -> None:
     """Stage every write, check every destination, then commit all in order, signals held."""
+    temps = [temp_path(s.path) for s in steps if isinstance(s, Write)]  # what staging may leave
     staged: list[tuple[Step, Path | None]] = []
     try:
         for step in steps:
             staged.append((step, _stage(step) if isinstance(step, Write) else None))
     except BaseException as exc:  # an OSError, or a signal's exception: no temp file stays behind
-        discard([t for _, t in staged if t] + [temp_path(s.path) for s in steps if isinstance(s, Write)])
+        discard(temps)
         if not isinstance(exc, OSError):
             raise
         failed = step.path
@@ -115,14 +110,13 @@ def run(steps: list[Step], what: str) -> None:
         for step in steps:
             unchanged(step)
     except BaseException:
-        discard([t for _, t in staged if t])
+        discard(temps)
         raise
     with _signals_held():
         _commit(staged, what)
 
 
 def _commit(staged: list[tuple[Step, Path | None]], what: str) -> None:
-    done = 0
     try:
         for step, temp in staged:
             unchanged(step)
@@ -132,13 +126,12 @@ def _commit(staged: list[tuple[Step, Path | None]], what: str) -> None:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(step.path)
             _fsync_dir(step.path.parent)
-            done += 1
     except (OSError, LazylogError) as exc:
-        discard([t for _, t in staged[done:] if t])
+        discard([t for _, t in staged if t])  # those moved into place are gone already
         if isinstance(exc, LazylogError):
             raise
         raise environment(
-            f"{what} stopped half-way: {_describe(exc, step.path)}. The next torch-lazylog command "
+            f"{what} stopped half-way: {exc.strerror or exc} ({step.path}). The next torch-lazylog command "
             "recognises this state: run the same command again to finish it"
         ) from exc
 

@@ -4,7 +4,7 @@ A target module runs in the target interpreter as the server's `python` would st
 environment torch-lazylog was given (PYTHONPATH, PYTHONHOME, PYTHONPYCACHEPREFIX, PYTHONSAFEPATH,
 the user site, .pth files all count), never `-I`. It is started with `-c` and a launcher that takes
 the one entry `-c` adds (the working directory, as '') off sys.path before importing anything, then
-runs the module's file as __main__. So the tool's own files and working directory never decide what
+runs the module's source as __main__. So the tool's own files and working directory never decide what
 is found, and however the interpreter's path is spelled, the answer is the same.
 
 When the target is the interpreter running torch-lazylog and it started plainly (no -I, -E, -s, -S),
@@ -31,22 +31,17 @@ _WORKING_PYTHON = Hint(("Nothing was written; ", Pass("--python", "a working Pyt
 
 # -c puts '' (the working directory) first, after site has run; nothing else makes a '' entry, since
 # site turns every other entry absolute. Removed before the first import that could be shadowed.
+# stdin brings the module's file name (for tracebacks), its source (read by its loader: a file, or a
+# member of the single-file build's zip, which no other interpreter can open) and the module's own
+# stdin, split by NULs, which neither a file name, nor source, nor JSON holds.
 _LAUNCHER = (
     "import sys\n"
     "if sys.path[:1] == ['']:\n"
     "    del sys.path[0]\n"
-    "import runpy\n"
-    "sys.argv = sys.argv[1:]\n"
-    "runpy.run_path(sys.argv[0], run_name='__main__')\n"
-)
-# The same for a module packed in a zip (the single-file build), whose file is no path another
-# interpreter can open: its source comes first in argv, then the module's name for tracebacks.
-_SOURCE_LAUNCHER = (
-    "import sys\n"
-    "if sys.path[:1] == ['']:\n"
-    "    del sys.path[0]\n"
-    "source, sys.argv = sys.argv[1], sys.argv[2:]\n"
-    "exec(compile(source, sys.argv[0], 'exec'), {'__name__': '__main__', '__file__': sys.argv[0]})\n"
+    "import io\n"
+    "name, source, text = sys.stdin.read().split('\\0', 2)\n"
+    "sys.stdin = io.StringIO(text)\n"
+    "exec(compile(source, name, 'exec'), {'__name__': '__main__', '__file__': name})\n"
 )
 
 
@@ -63,14 +58,11 @@ def is_running(python: str | None) -> bool:
         return False
 
 
-def started_plainly() -> bool:
-    """Whether this process read its environment and site as a plain `python` would."""
-    flags = sys.flags
-    return not (flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site)
-
-
 def in_process(python: str | None) -> bool:
-    return is_running(python) and started_plainly()
+    """Whether `python` is this interpreter, started plainly (above)."""
+    flags = sys.flags
+    plain = not (flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site)
+    return plain and is_running(python)
 
 
 def call(
@@ -83,27 +75,30 @@ def call(
 ) -> dict[str, object]:
     """`module.run(request)` in `python` (None: this tool's own), here or in a new process (above)."""
     if env is None and in_process(python):
-        from patcher.target import interp
-
         saved = sys.path[:]
-        sys.path[:] = interp.without_launch_entry(sys.path, bool(getattr(sys.flags, "safe_path", False)))
+        if not getattr(sys.flags, "safe_path", False):  # the launch's entry (none under -P, PYTHONSAFEPATH)
+            del sys.path[:1]
         try:
             answer: dict[str, object] = module.run(request)
             return answer
         finally:
             sys.path[:] = saved
     executable = python or sys.executable
-    done = run_module(executable, module, what, stdin=json.dumps(request), timeout=timeout, env=env)
+    done = run_module(executable, module, what, json.dumps(request), timeout, env)
+    lines = done.stdout.strip().splitlines()  # the answer is the last (a sitecustomize may print before it)
     try:
-        answer = json.loads(output(executable, done, what))
-        assert isinstance(answer, dict)
-        return answer
-    except (ValueError, AssertionError) as exc:
-        raise environment(
-            f"Expected {executable} to be a Python 3 interpreter that can {what}, but it printed "
-            "something else",
-            _WORKING_PYTHON,
-        ) from exc
+        got: object = json.loads(lines[-1]) if done.returncode == 0 and lines else None
+    except ValueError:
+        got = None
+    if isinstance(got, dict):
+        return got
+    but = "it printed something else"
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1].rstrip(".")
+        but = f"it exited with {done.returncode} ({last})"
+    raise environment(
+        f"Expected {executable} to be a Python 3 interpreter that can {what}, but {but}", _WORKING_PYTHON
+    )
 
 
 def run_module(
@@ -112,23 +107,22 @@ def run_module(
     what: str,
     stdin: str,
     timeout: float = 300,
-    **kwargs: object,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of patcher.target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed
 
-    command = [python, "-B", "-c", *_launch(module)]
     try:
-        return subprocess.run(  # type: ignore[call-overload, no-any-return]
-            command,
-            input=stdin,  # never this process's stdin (PYTHONINSPECT would wait on it)
+        return subprocess.run(
+            [python, "-B", "-c", _LAUNCHER],
+            input=_launched(module, stdin),  # never this process's stdin (PYTHONINSPECT would wait on it)
             capture_output=True,
             text=True,
             timeout=timeout,
             check=False,
-            **kwargs,
+            env=env,
         )
     except subprocess.TimeoutExpired as exc:
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
@@ -136,15 +130,12 @@ def run_module(
         raise _unrunnable(python, what, exc) from exc
 
 
-def _launch(module: ModuleType) -> list[str]:
-    """The launcher and what it runs: the module's file, or its source when it has no file."""
-    assert module.__file__ is not None
-    if os.path.isfile(module.__file__):
-        return [_LAUNCHER, module.__file__]
+def _launched(module: ModuleType, stdin: str) -> str:
+    """What the launcher reads: the module's file name and source, then the module's stdin."""
     loader = module.__spec__.loader if module.__spec__ else None
     source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
-    assert source is not None, f"{module.__name__} has no source to run"
-    return [_SOURCE_LAUNCHER, source, module.__file__]
+    assert source is not None and module.__file__ is not None, f"{module.__name__} has no source to run"
+    return "\0".join((module.__file__, source, stdin))
 
 
 def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
@@ -158,19 +149,6 @@ def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
         f"Expected a Python interpreter at {python} to {what}, found {found}",
         Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
     )
-
-
-def output(python: str, done: subprocess.CompletedProcess[str], what: str) -> str:
-    """The module's answer: the last line it printed (a sitecustomize may print before it)."""
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1].rstrip(".")
-        raise environment(
-            f"Expected {python} to be a Python 3 interpreter that can {what}, but it exited with "
-            f"{done.returncode} ({last})",
-            _WORKING_PYTHON,
-        )
-    lines = done.stdout.strip().splitlines()
-    return lines[-1] if lines else ""
 
 
 def _text(value: object) -> str | None:

@@ -18,28 +18,17 @@ _SITE_PACKAGES = Pass("--torch-dir", "the `torch` directory inside site-packages
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
-
-
-def _version_of(text: str) -> str | None:
-    """`__version__ = '...'` (or `__version__: str = "..."`) in torch/version.py."""
-    for line in text.splitlines():
-        name, eq, value = line.partition("=")
-        if eq and name.split(":")[0].strip() == "__version__" and line.startswith("__version__"):
-            value = value.strip()
-            end = value.find(value[:1], 1) if value[:1] in ("'", '"') else -1
-            if end > 1:
-                return value[1:end]
-    return None
+_VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 
 
 def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
+    """torch/version.py's `__version__ = '...'` (or `__version__: str = "..."`); only when it says
+    nothing, the distribution's version."""
     try:
-        found = _version_of((torch_dir / "version.py").read_text(encoding="utf-8"))
-        if found:
-            return found
+        found = _VERSION.search((torch_dir / "version.py").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
-        pass
-    return dist_version(dist_info)  # only when version.py says nothing
+        found = None
+    return found["version"] if found else dist_version(dist_info)
 
 
 def dist_version(dist_info: Path | None) -> str | None:
@@ -138,16 +127,12 @@ def _imports_it(probed: Interpreter, found: Found, directory: Path, derived: boo
 
 def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Found, str | None]:
     """The interpreter for a given torch directory, checked to import it; no owner for a bare tree."""
-    if python is not None:
-        probed, found = interpreter.probe(python, find_torch=True)
-        _imports_it(probed, found, directory, derived=False)
-        return probed, found, probed.executable
-    owned = _owner_of(directory)
+    owned = interpreter.probe(python, find_torch=True) if python is not None else _owner_of(directory)
     if owned is None:  # a tree no interpreter beside it owns: the bytes are all there is to check
         probed, _ = interpreter.probe(None, find_torch=False)
         return probed, Found(None, None, None), None
     probed, found = owned
-    _imports_it(probed, found, directory, derived=True)
+    _imports_it(probed, found, directory, derived=python is None)
     return probed, found, probed.executable
 
 
@@ -172,24 +157,24 @@ def _kind(path: Path) -> str:
 
 def _check_tree(directory: Path, spec: PatchSpec) -> Path:
     graph = directory / spec.file
-    if directory.is_dir() and not graph.is_file() and (graph.exists() or graph.is_symlink()):
+    if graph.is_file():
+        return graph
+    if graph.exists() or graph.is_symlink():  # something else, in a directory
         raise environment(
             f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}",
             Hint(("Nothing was read or written: reinstall torch to restore graph.py, or ", _SITE_PACKAGES)),
         )
-    if not directory.is_dir() or not graph.is_file():
-        found_text = (
-            f"{directory} without it"
-            if directory.is_dir()
-            else f"no directory at {directory}"
-            if not directory.exists()
-            else f"{directory}, which is not a directory"
-        )
-        raise environment(
-            f"Expected a torch package directory containing {spec.file}, found {found_text}",
-            Hint((_SITE_PACKAGES,)),
-        )
-    return graph
+    found_text = (
+        f"{directory} without it"
+        if directory.is_dir()
+        else f"no directory at {directory}"
+        if not directory.exists()
+        else f"{directory}, which is not a directory"
+    )
+    raise environment(
+        f"Expected a torch package directory containing {spec.file}, found {found_text}",
+        Hint((_SITE_PACKAGES,)),
+    )
 
 
 def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target:

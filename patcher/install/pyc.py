@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import _imp
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -19,13 +20,11 @@ from patcher.install.interpreter import call
 
 def _named(name: str, stem: str) -> tuple[str, int] | None:
     """(cache tag, optimisation level) of `stem.TAG[.opt-N].pyc`, as importlib names pycs."""
-    parts = name.split(".")
-    if parts[0] != stem or parts[-1] != "pyc" or len(parts) not in (3, 4) or not parts[1]:
-        return None
-    if len(parts) == 3:
-        return parts[1], 0
-    level = parts[2].removeprefix("opt-")
-    return (parts[1], int(level)) if parts[2].startswith("opt-") and level.isdigit() else None
+    found = re.fullmatch(rf"{re.escape(stem)}\.([^.]+)(?:\.opt-([0-9]+))?\.pyc", name)
+    return (found[1], int(found[2] or 0)) if found else None
+
+
+_MODES: dict[int, Mode] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}  # PEP 552's flags
 
 
 def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
@@ -37,11 +36,6 @@ def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
     return dirs
 
 
-def _mode(flags: int) -> Mode:
-    modes: dict[int, Mode] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}
-    return modes.get(flags, "invalid")
-
-
 def _read(path: Path, tag: str, optimize: int) -> Pyc | None:
     try:
         with open(path, "rb") as handle:
@@ -50,7 +44,9 @@ def _read(path: Path, tag: str, optimize: int) -> Pyc | None:
     except OSError:
         return None
     flags = int.from_bytes(header[4:8], "little") if len(header) == 16 else -1
-    return Pyc(path, tag, optimize, _mode(flags), header, st.st_mode & 0o7777, st.st_uid, st.st_gid)
+    return Pyc(
+        path, tag, optimize, _MODES.get(flags, "invalid"), header, st.st_mode & 0o7777, st.st_uid, st.st_gid
+    )
 
 
 def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:

@@ -7,7 +7,6 @@ server's torch through this module, as verify does. apply and revert (install.en
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
@@ -22,12 +21,6 @@ from patcher.install import locate, lock, snapshot
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
-
-
-def under_lock(target: Target, exclusive: bool, work: Callable[[], Report]) -> Report:
-    """Run one command under the torch directory's lock."""
-    with lock.locked(target.torch_dir, exclusive):
-        return work()
 
 
 def install_of(target: Target) -> Install:
@@ -83,13 +76,6 @@ def newer_version(snap: Snapshot) -> int | None:
     return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
 
 
-def newer_refusal(command: str, target: Target, reading: Reading, version: int) -> LazylogError:
-    """apply and revert leave a newer tool's undo record as it is: they refuse, writing nothing."""
-    where = (target.torch_version, target.torch_dir)
-    text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
-    return LazylogError(ExitCode.REFUSED, text, reading.state)
-
-
 def report(
     command: str,
     target: Target,
@@ -119,7 +105,7 @@ def report(
 
 
 def verify(target: Target, spec: PatchSpec) -> Report:
-    def work() -> Report:
+    with lock.locked(target.torch_dir, exclusive=False):
         snap, reading, _ = read_install(target, spec)
         rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
         if rule.code == ExitCode.REFUSED:
@@ -137,5 +123,3 @@ def verify(target: Target, spec: PatchSpec) -> Report:
         )
         shown = report("verify", target, snap, reading, message)
         return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))
-
-    return under_lock(target, False, work)

@@ -28,8 +28,6 @@ class ProbeResult(TypedDict, total=False):
     checks: list[dict[str, JsonValue]]
     error: str | None
     unable: str | None  # why the checks could not exercise Inductor's path in this environment
-    calls: dict[str, int]
-    torch_version: str
     graph_py: str
 
 
@@ -48,12 +46,8 @@ def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
     }
     for noisy in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(noisy, None)
-    request: dict[str, object] = {
-        "depth": DEPTH,
-        "phases": list(inductor.PHASES),
-        "expect_graph": expect_graph,
-    }
-    request["cwd"] = cache  # started where the tool was: the same sys.path
+    # cwd: started where the tool was (the same sys.path), the probe compiles in the throw-away cache
+    request: dict[str, object] = {"depth": DEPTH, "expect_graph": expect_graph, "cwd": cache}
     try:
         answer = call(python, inductor, request, "run the runtime check", timeout=1800, env=env)
     finally:
@@ -64,41 +58,6 @@ def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
 def _stop(report: Report, message: str, hint: Hint | None = None) -> LazylogError:
     """A runtime check that could not run: an environment error in the static read's state."""
     return LazylogError(ExitCode.ENVIRONMENT, message, report.state, hint=hint)
-
-
-def _not_run(report: Report, why: str, static: str) -> LazylogError:
-    return _stop(
-        report,
-        f"Expected the runtime check to exercise Inductor's implicit-fallback path, but {why}, so it "
-        f"could not run (no check failed; the static check: {report.message.rstrip('.')}). Run "
-        f"`{static} --runtime` without that setting, or `{static}` for the static check.",
-    )
-
-
-def _needs_python(target: Target, report: Report, static: str) -> LazylogError:
-    """A torch directory no interpreter beside it imports: there is nowhere to import it but here,
-    which is not where the server runs it."""
-    return _stop(
-        report,
-        f"Expected an interpreter that imports {target.torch_dir} to run the runtime check in, found "
-        "none that owns it, so --runtime needs --python: run "
-        f"`{static} --runtime --python PYTHON` with the Python whose `import torch` loads it "
-        f"(the static check alone: {report.message.rstrip('.')}).",
-    )
-
-
-def _failed(report: Report, failed: list[dict[str, JsonValue]]) -> tuple[str, str]:
-    """The message and state of a runtime check that failed: the runtime finding comes first."""
-    from patcher.core.state import LAZY
-
-    # The bytes' state stands when they are eager; a lazy state the runtime contradicts is unknown.
-    state = "unknown" if report.state in LAZY else report.state
-    found = "; ".join(str(c["detail"]) for c in failed)
-    message = (
-        "Expected Inductor's real implicit-fallback path to format the operator text only when the "
-        f"line is emitted, but the runtime check found: {found}. Static check: {report.message}"
-    )
-    return message, state
 
 
 def run(target: Target, report: Report, static: str) -> Report:
@@ -113,8 +72,16 @@ def run(target: Target, report: Report, static: str) -> Report:
     }
     failed = [c for c in result["checks"] if not c["passed"]]
     all_checks = (static_check, *result["checks"])
-    if failed:
-        message, state = _failed(report, failed)
+    if failed:  # the runtime finding comes first
+        from patcher.core.state import LAZY
+
+        found = "; ".join(str(c["detail"]) for c in failed)
+        message = (
+            "Expected Inductor's real implicit-fallback path to format the operator text only when the "
+            f"line is emitted, but the runtime check found: {found}. Static check: {report.message}"
+        )
+        # The bytes' state stands when they are eager; a lazy state the runtime contradicts is unknown.
+        state = "unknown" if report.state in LAZY else report.state
         code = max(report.code, ExitCode.EAGER)
         return report._replace(message=message, state=state, code=code, checks=all_checks)
     message = (
@@ -126,7 +93,13 @@ def run(target: Target, report: Report, static: str) -> Report:
 def _checked(target: Target, report: Report, static: str) -> ProbeResult:
     """The probe's result, once it has run the checks on this torch; else why it could not."""
     if target.owner is None:  # a tree no interpreter owns: the tool's own Python is not its server's
-        raise _needs_python(target, report, static)
+        raise _stop(
+            report,
+            f"Expected an interpreter that imports {target.torch_dir} to run the runtime check in, found "
+            "none that owns it, so --runtime needs --python: run "
+            f"`{static} --runtime --python PYTHON` with the Python whose `import torch` loads it "
+            f"(the static check alone: {report.message.rstrip('.')}).",
+        )
     try:
         result = probe(target.interpreter.executable, expect_graph=str(target.graph))
     except LazylogError as exc:  # the interpreter would not run it, or it timed out
@@ -146,5 +119,10 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             Hint((Pass("--python", "the interpreter that uses this torch"),)),
         )
     if result.get("unable"):
-        raise _not_run(report, str(result["unable"]), static)
+        raise _stop(
+            report,
+            f"Expected the runtime check to exercise Inductor's implicit-fallback path, but {result['unable']}, "
+            f"so it could not run (no check failed; the static check: {report.message.rstrip('.')}). Run "
+            f"`{static} --runtime` without that setting, or `{static}` for the static check.",
+        )
     return result

@@ -27,11 +27,6 @@ class Info(TypedDict):
     pip: bool | None  # whether `import pip` would find it (None: not looked for)
 
 
-def without_launch_entry(path: list[str], safe_path: bool) -> list[str]:
-    """sys.path less the entry the launch put first (none under -P / PYTHONSAFEPATH)."""
-    return list(path) if safe_path else list(path[1:])
-
-
 def path_entry(torch_dir: str, path: list[str]) -> str | None:
     """The first entry of `path` whose `torch` is `torch_dir` (None: a meta path finder found it)."""
     wanted = os.path.normcase(os.path.abspath(torch_dir))
