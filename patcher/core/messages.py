@@ -89,10 +89,6 @@ def state_text(state: State, known: Known) -> str:
     return DESCRIPTION[state].format(release=described(known))
 
 
-def problem_text(problem: Problem, pyc: str = "") -> str:
-    return PROBLEM[problem].format(pyc=pyc)
-
-
 def verify(
     state: State,
     known: Known,
@@ -165,10 +161,9 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
         )
     elif done.graph:
         lead = f"{_VERBS['restored'][dry_run]} graph.py of {what} to its original bytes{described(known)}"
-    elif command == "revert" and state not in LAZY:
-        lead = f"Nothing to revert: {state_text(state, known)}"
     elif command == "revert":
-        lead = f"Nothing to revert: {state_text(state, known)}; torch-lazylog never patched it"
+        never = "; torch-lazylog never patched it" if state in LAZY else ""
+        lead = f"Nothing to revert: {state_text(state, known)}{never}"
     else:
         lead = f"{what} formats the implicit-fallback log lazily already: {state_text(state, known)}"
     if state in ("patched", "apply-interrupted"):  # its record only follows RECORD's new row
@@ -200,13 +195,11 @@ def support(spec: PatchSpec) -> Support:
     return Support(tuple(eager), tuple(native), refused)
 
 
-def refused_series(version: str | None) -> str | None:
-    """The refused series a torch's version is of (its major.minor), if any."""
+def refused_release(version: str | None, torch_dir: Path) -> str | None:
+    """The refusal of a torch of a refused series (its version's major.minor), if it is of one."""
     series = ".".join(base_version(version).split(".")[:2])
-    return series if series in REFUSED_SERIES else None
-
-
-def refused_release(version: str | None, torch_dir: Path, series: str) -> str:
+    if series not in REFUSED_SERIES:
+        return None
     return (
         f"Expected a torch release torch-lazylog patches, found {_where(version, torch_dir)}: "
         f"{REFUSED_SERIES[series]}, as in every {series}.x release. Nothing was written"

@@ -57,11 +57,11 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
         text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
         return LazylogError(ExitCode.REFUSED, text, reading.state, "reinstall")
     known, where = reading.known, (target.torch_version, target.torch_dir)
-    series = messages.refused_series(target.torch_version) if known.cause == "import" else None
+    refused = messages.refused_release(*where) if known.cause == "import" else None
     support = messages.support(spec)
     next: Next
-    if series is not None:
-        message, next = messages.refused_release(*where, series), Advice(messages.upgrade(support))
+    if refused is not None:
+        message, next = refused, Advice(messages.upgrade(support))
     elif vendor(target):
         message, next = messages.unknown(*where, known.reason), Advice(messages.FINGERPRINT)
     else:
@@ -111,7 +111,7 @@ def verify(target: Target, spec: PatchSpec) -> Report:
         if rule.code == ExitCode.REFUSED:
             raise refusal(target, spec, snap, reading)
         stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
-        texts = [messages.problem_text(p, ", ".join(stale)) for p in found]
+        texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
         eager = rule.code == ExitCode.EAGER
         version = newer_version(snap)
         said = None
