@@ -98,7 +98,7 @@ def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
     are no pyc at all, a header no Python writes, removed)."""
     pycs = snap.pycs if end.graph_changed else snap.stale_pycs()
     own = [p for p in pycs if p.tag == snap.own_tag and p.mode != "invalid"]
-    removes = [Remove(p.path, label=f"pyc-{p.path.name}") for p in pycs if p not in own]
+    removes = [Remove(p.path) for p in pycs if p not in own]
     return [*(Rebuild(p, end.graph, end.mtime_ns) for p in own), *removes]
 
 
@@ -146,7 +146,7 @@ def _record_steps(
         kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
         return [], (kept if kept is not None and sha256(snap.record) == kept.after.sha256 else None)
     stat = snap.record_stat
-    write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, "RECORD", sha256(snap.record))
+    write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, sha256(snap.record))
     assert target.dist_info is not None
     return [write], _change(f"{target.dist_info.name}/RECORD", snap.record, new, stat)
 
@@ -185,16 +185,12 @@ def build(
             release, match = snap.undo.release, snap.undo.match
         undo = UndoRecord(spec.id, release or "unknown", match or "site", end.undo, record_change)
         like = snap.record_stat or stat  # owned like RECORD, or graph.py without one
-        steps.append(
-            Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, "undo", was_undo)
-        )
+        steps.append(Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, was_undo))
     if end.graph_changed:
-        steps.append(
-            Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, "graph", snap.sha256)
-        )
+        steps.append(Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, snap.sha256))
     steps += _pycs(snap, end) + record_steps
     if end.undo is None and end.undo_changed:
-        steps.append(Remove(target.undo_path, label="undo", was=was_undo))
+        steps.append(Remove(target.undo_path, was_undo))
     leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
     result = end.graph if end.graph_changed else None
     return Plan(leaves, tuple(steps), result, _writable(target, snap) if steps else ())

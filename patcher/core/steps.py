@@ -18,13 +18,11 @@ class Write(NamedTuple):
     uid: int
     gid: int
     mtime_ns: int | None = None
-    label: str = ""
     was: str = ANY  # the destination's sha256 when it was read, or ABSENT
 
 
 class Remove(NamedTuple):
     path: Path
-    label: str = ""
     was: str = ANY
 
 

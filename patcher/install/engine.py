@@ -44,7 +44,6 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
             s.pyc.mode_bits,
             s.pyc.uid,
             s.pyc.gid,
-            label=f"pyc-{s.pyc.path.name}",
         )
         if isinstance(s, Rebuild)
         else s

@@ -111,7 +111,7 @@ def command(
             code = ExitCode.DIFFERS
             message = "The shipped releases table differs from the one these wheels give"
     elif output is not None:
-        fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1, label="releases")], "fingerprint")
+        fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1)], "fingerprint")
         changed, message = True, f"Wrote {len(releases.rows)} release(s) to {output}"
     else:
         shown = releases_table(releases) if markdown else text

@@ -35,19 +35,19 @@ ANOTHER = b"# another build\n" + SOURCE
 
 
 def graph(data: bytes, like: FileStat, mtime: int, was: bytes) -> Write:
-    return Write(GRAPH, data, like.mode, like.uid, like.gid, mtime, "graph", sha(was))
+    return Write(GRAPH, data, like.mode, like.uid, like.gid, mtime, sha(was))
 
 
 def record(data: bytes, was: bytes, mode: int, mtime: int | None = None) -> Write:
-    return Write(RECORD, data, mode, RECORD_STAT.uid, RECORD_STAT.gid, mtime, "RECORD", sha(was))
+    return Write(RECORD, data, mode, RECORD_STAT.uid, RECORD_STAT.gid, mtime, sha(was))
 
 
 def undo(data: bytes, was: bytes | None, like: FileStat = RECORD_STAT) -> Write:
-    return Write(UNDO, data, like.mode, like.uid, like.gid, None, "undo", ABSENT if was is None else sha(was))
+    return Write(UNDO, data, like.mode, like.uid, like.gid, None, ABSENT if was is None else sha(was))
 
 
 def gone(was: bytes) -> Remove:
-    return Remove(UNDO, "undo", sha(was))
+    return Remove(UNDO, sha(was))
 
 
 def undo_of(
@@ -229,7 +229,6 @@ def _pyc_steps(planned: plan.Plan) -> list[tuple[str, str, bytes | None, int | N
             out.append(("rebuild", step.pyc.path.name, step.source, step.mtime_ns))
         elif step.path.name.endswith(".pyc"):
             assert isinstance(step, Remove) and step.was == ANY  # Python may rewrite bytecode
-            assert step.label == f"pyc-{step.path.name}"
             out.append(("remove", step.path.name, None, None))
     return out
 
@@ -244,8 +243,12 @@ def test_a_new_graph_py_rebuilds_the_targets_own_pycs_and_removes_the_others(spe
         ("remove", "graph.own-junk.pyc", None, None),
         ("remove", "graph.other.pyc", None, None),
     ]
-    kinds = [type(s).__name__ + ":" + getattr(s, "label", "") for s in planned.steps]
-    assert kinds[:2] == ["Write:undo", "Write:graph"] and kinds[-1] == "Write:RECORD"  # the pycs in between
+    ends = [s for s in planned.steps if not isinstance(s, Rebuild)]  # the pycs are between
+    assert [(type(s), s.path) for s in ends[:2] + ends[-1:]] == [
+        (Write, UNDO),
+        (Write, GRAPH),
+        (Write, RECORD),
+    ]
     assert planned.check[4:] == tuple(p.path for p in pycs)
 
 
@@ -273,7 +276,7 @@ def test_a_tree_without_dist_info_keeps_the_undo_record_beside_torch(spec: Patch
     bare = world.bare_target()
     planned = _plan(spec, world.snap(SOURCE, None), "apply", bare)
     data = world.undo_json(world.graph_change(SOURCE, PATCHED), None)
-    assert planned.steps[0] == Write(bare.undo_path, data, 0o644, 1001, 1002, None, "undo", ABSENT)
+    assert planned.steps[0] == Write(bare.undo_path, data, 0o644, 1001, 1002, None, ABSENT)
     assert planned.check == (GRAPH, GRAPH.parent, bare.torch_dir)
 
 
@@ -369,7 +372,7 @@ def test_settling_keeps_the_release_and_match_the_record_names(spec: PatchSpec) 
     claimed = _claim(undone, release="9.0.1", match="site")
     planned = _plan(spec, world.later(patched, world.record_of(SOURCE), claimed), "apply")
     first = planned.steps[0]
-    assert isinstance(first, Write) and first.label == "undo"
+    assert isinstance(first, Write) and first.path == UNDO
     expected = world.undo_json(
         world.graph_change(SOURCE, PATCHED),
         world.record_change(world.record_of(SOURCE), PATCHED, AFTER_RECORD_STAT),
@@ -425,7 +428,7 @@ def _abs_record(graph_bytes: bytes, *extra: str) -> bytes:
 
 
 def _record_write(planned: plan.Plan) -> Write:
-    (write,) = [s for s in planned.steps if isinstance(s, Write) and s.label == "RECORD"]
+    (write,) = [s for s in planned.steps if isinstance(s, Write) and s.path.name == "RECORD"]
     return write
 
 
