@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from patcher.core.installed import Target
     from patcher.core.report import JsonValue, Report
     from patcher.core.spec import PatchSpec
-    from patcher.diagnose.run import Options
 
 
 def program() -> str:
@@ -263,19 +262,3 @@ def interrupted(command: str, signum: int) -> LazylogError:
     from patcher.core.messages import interrupted as sentence
 
     return LazylogError(signal_code(signum), sentence(signal.Signals(signum).name, command, program()))
-
-
-def diagnose(given: Given, pids: tuple[str, ...], options: Options) -> NoReturn:
-    """diagnose PID...: its JSON's `processes` are filled in as far as the run got."""
-    from patcher.diagnose import run as diagnosis
-    from patcher.install import definitions
-
-    entries: list[JsonValue] = []
-
-    def work() -> Report:
-        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process ID, else exit 2
-        report, found = diagnosis.diagnose(options._replace(pids=checked), definitions.load())
-        entries.extend(found)
-        return report
-
-    run(given._replace(extra={"processes": entries}), work)
