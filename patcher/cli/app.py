@@ -221,9 +221,9 @@ def fingerprint(
     def work() -> Report:
         from patcher.install import fingerprint as fp  # libcst: its absence is one sentence, exit 4
 
-        report, shown = fp.command(list(wheels), output, check, markdown)
-        if shown is not None and not as_json:
-            click.echo(shown, nl=False)
+        report = fp.command(list(wheels), output, check, markdown)
+        if report.diff is not None and not as_json:
+            click.echo(report.diff, nl=False)
             sys.exit(0)
         return report
 

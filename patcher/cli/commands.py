@@ -90,12 +90,9 @@ class Given(NamedTuple):
             return step.text if step else None
         if step == "reinstall":
             from patcher.cli.advice import Layout, reinstall
+            from patcher.install.reading import install_of
 
-            install = Install()
-            if target is not None:
-                from patcher.install.reading import install_of
-
-                install = install_of(target)
+            install = Install() if target is None else install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
             quoted = quote(python) if python else None
             import shutil  # only for advice

@@ -45,10 +45,13 @@ _LAUNCHER = (
 )
 
 
-def is_running(python: str | None) -> bool:
-    """Whether `python` names the interpreter running this code: its own path, or another name in the
-    same directory for the same file (a venv's bin/python3 for bin/python). Never resolved further:
-    a venv's interpreter is a symlink to a base one whose environment differs."""
+def in_process(python: str | None) -> bool:
+    """Whether `python` names this interpreter, started plainly (above): its own path, or another name
+    in the same directory for the same file (a venv's bin/python3 for bin/python). Never resolved
+    further: a venv's interpreter is a symlink to a base one whose environment differs."""
+    flags = sys.flags
+    if flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site:
+        return False
     if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
         return True
     same_dir = os.path.dirname(os.path.abspath(python)) == os.path.dirname(os.path.abspath(sys.executable))
@@ -56,13 +59,6 @@ def is_running(python: str | None) -> bool:
         return same_dir and os.path.samefile(python, sys.executable)
     except OSError:
         return False
-
-
-def in_process(python: str | None) -> bool:
-    """Whether `python` is this interpreter, started plainly (above)."""
-    flags = sys.flags
-    plain = not (flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site)
-    return plain and is_running(python)
 
 
 def call(
@@ -172,19 +168,3 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     )
     found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
     return interpreter, found
-
-
-def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
-    why = f" ({found.error})" if found.error else ""
-    # Only without --torch-dir: it is named as an option, never as its variable.
-    return environment(
-        f"Expected `import torch` to find torch for {interpreter.executable} "
-        f"(Python {interpreter.version}), but it found none{why}",
-        Hint(
-            (
-                "Install torch there, or ",
-                Pass("--python", "the interpreter that has it"),
-                " (or --torch-dir with its torch directory)",
-            )
-        ),
-    )
