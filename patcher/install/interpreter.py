@@ -21,7 +21,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from patcher.core.errors import Hint, LazylogError, Pass, environment
+from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
 
 if TYPE_CHECKING:
@@ -123,7 +123,16 @@ def run_module(
     except subprocess.TimeoutExpired as exc:
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
     except OSError as exc:
-        raise _unrunnable(python, what, exc) from exc
+        if os.path.isdir(python):
+            found = "a directory"
+        elif not os.path.exists(python):
+            found = "no such file"
+        else:
+            found = f"a file that could not be run ({exc.strerror})"
+        raise environment(
+            f"Expected a Python interpreter at {python} to {what}, found {found}",
+            Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
+        ) from exc
 
 
 def _launched(module: ModuleType, stdin: str) -> str:
@@ -132,19 +141,6 @@ def _launched(module: ModuleType, stdin: str) -> str:
     source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
     assert source is not None and module.__file__ is not None, f"{module.__name__} has no source to run"
     return "\0".join((module.__file__, source, stdin))
-
-
-def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
-    if os.path.isdir(python):
-        found = "a directory"
-    elif not os.path.exists(python):
-        found = "no such file"
-    else:
-        found = f"a file that could not be run ({exc.strerror})"
-    return environment(
-        f"Expected a Python interpreter at {python} to {what}, found {found}",
-        Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
-    )
 
 
 def _text(value: object) -> str | None:
