@@ -98,12 +98,7 @@ def call(
 
 
 def run_module(
-    python: str,
-    module: ModuleType,
-    what: str,
-    stdin: str,
-    timeout: float = 300,
-    env: dict[str, str] | None = None,
+    python: str, module: ModuleType, what: str, stdin: str, timeout: float, env: dict[str, str] | None
 ) -> subprocess.CompletedProcess[str]:
     """Run one of patcher.target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
