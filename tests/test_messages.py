@@ -7,11 +7,13 @@ from patcher.cli.advice import Layout, reinstall
 
 def test_the_reinstall_advice_uses_the_tool_that_installed_torch() -> None:
     assert (
-        reinstall("/v/bin/python", "2.10.0", False)
+        reinstall("/v/bin/python", "2.10.0", False, None, Layout())
         == "/v/bin/python -m pip install --force-reinstall --no-deps torch==2.10.0"
     )
     assert reinstall("/usr/bin/python3", "2.10.0", False, "uv", Layout(uv=True)) == (
         "uv pip install --python /usr/bin/python3 --reinstall --no-deps torch==2.10.0"
     )
-    assert "not on the public package index" in reinstall("/v/bin/python", "2.10.0+rocm7.2.4", True)
-    assert "add --python" in reinstall(None, "2.10.0", False)
+    assert "not on the public package index" in reinstall(
+        "/v/bin/python", "2.10.0+rocm7.2.4", True, None, Layout()
+    )
+    assert "add --python" in reinstall(None, "2.10.0", False, None, Layout())

@@ -62,7 +62,7 @@ def test_a_module_without_a_file_runs_in_another_interpreter_from_its_source(
     module = importlib.import_module("zipped_probe")
     try:
         assert not Path(module.__file__ or "").is_file()
-        done = interpreter.run_module(sys.executable, module, "say hello", "a b")
+        done = interpreter.run_module(sys.executable, module, "say hello", "a b", 300, None)
         assert (done.returncode, done.stdout) == (0, "from __main__ a b\n"), done.stderr
     finally:
         del sys.modules["zipped_probe"]

@@ -15,15 +15,8 @@ class Layout(NamedTuple):
     uv: bool = False  # `uv` is on PATH
 
 
-_PLAIN = Layout()
-
-
 def reinstall(
-    python: str | None,
-    version: str | None,
-    vendor: bool,
-    installer: str | None = None,
-    layout: Layout = _PLAIN,
+    python: str | None, version: str | None, vendor: bool, installer: str | None, layout: Layout
 ) -> str:
     """The one reinstall advice: a command that resolves on the index and runs where it is aimed, by
     the tool that installed torch (its dist-info's INSTALLER) when it is there, or what to do instead."""

@@ -19,7 +19,7 @@ EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwra
 
 if TYPE_CHECKING:
     from patcher.core.installed import Target
-    from patcher.core.report import Report
+    from patcher.core.report import JsonValue, Report
     from patcher.core.spec import PatchSpec
 
 F = TypeVar("F", bound=Callable[..., None])
@@ -182,9 +182,18 @@ def diagnose(
     torch that formats it eagerly. Without PID: every process this user may read that has torch loaded.
     """
     from patcher.diagnose import run
+    from patcher.install import definitions
 
-    options = run.Options((), not no_children, samples, interval, commands.program())
-    commands.diagnose(commands.Given("diagnose", as_json, verbose), pids, options)
+    entries: list[JsonValue] = []  # its JSON's `processes`, filled in as far as the run got
+
+    def work() -> Report:
+        checked = tuple(run.pid_of(word) for word in pids)  # each a process ID, else exit 2
+        options = run.Options(checked, not no_children, samples, interval, commands.program())
+        report, found = run.diagnose(options, definitions.load())
+        entries.extend(found)
+        return report
+
+    commands.run(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
 
 
 @cli.command()
@@ -212,9 +221,9 @@ def fingerprint(
     def work() -> Report:
         from patcher.install import fingerprint as fp  # libcst: its absence is one sentence, exit 4
 
-        report, shown = fp.command(list(wheels), output, check, markdown)
-        if shown is not None and not as_json:
-            click.echo(shown, nl=False)
+        report = fp.command(list(wheels), output, check, markdown)
+        if report.diff is not None and not as_json:
+            click.echo(report.diff, nl=False)
             sys.exit(0)
         return report
 

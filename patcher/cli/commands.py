@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from patcher.core.installed import Target
     from patcher.core.report import JsonValue, Report
     from patcher.core.spec import PatchSpec
-    from patcher.diagnose.run import Options
 
 
 def program() -> str:
@@ -91,12 +90,9 @@ class Given(NamedTuple):
             return step.text if step else None
         if step == "reinstall":
             from patcher.cli.advice import Layout, reinstall
+            from patcher.install.reading import install_of
 
-            install = Install()
-            if target is not None:
-                from patcher.install.reading import install_of
-
-                install = install_of(target)
+            install = Install() if target is None else install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
             quoted = quote(python) if python else None
             import shutil  # only for advice
@@ -263,19 +259,3 @@ def interrupted(command: str, signum: int) -> LazylogError:
     from patcher.core.messages import interrupted as sentence
 
     return LazylogError(signal_code(signum), sentence(signal.Signals(signum).name, command, program()))
-
-
-def diagnose(given: Given, pids: tuple[str, ...], options: Options) -> NoReturn:
-    """diagnose PID...: its JSON's `processes` are filled in as far as the run got."""
-    from patcher.diagnose import run as diagnosis
-    from patcher.install import definitions
-
-    entries: list[JsonValue] = []
-
-    def work() -> Report:
-        checked = tuple(diagnosis.pid_of(word) for word in pids)  # each a process ID, else exit 2
-        report, found = diagnosis.diagnose(options._replace(pids=checked), definitions.load())
-        entries.extend(found)
-        return report
-
-    run(given._replace(extra={"processes": entries}), work)

@@ -93,11 +93,9 @@ def releases_table(releases: Releases) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(
-    wheels: list[Path], output: Path | None, check: bool, markdown: bool
-) -> tuple[Report, str | None]:
-    """The `fingerprint` command: its report, and the table to print when neither --check nor
-    --output was given (as text; with --json the report carries it in `diff`)."""
+def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool) -> Report:
+    """The `fingerprint` command: its report, whose `diff` is the table to print when neither --check
+    nor --output was given (as text; with --json, in the JSON)."""
     from patcher.install import definitions, fsio
 
     patch = definitions.load()
@@ -117,4 +115,4 @@ def command(
         shown = releases_table(releases) if markdown else text
         versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
         message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
-    return Report("fingerprint", "unknown", changed, message, code, diff=shown), shown
+    return Report("fingerprint", "unknown", changed, message, code, diff=shown)

@@ -13,7 +13,6 @@ import contextlib
 import errno
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 from patcher.core.errors import LazylogError, environment
@@ -81,16 +80,6 @@ def unchanged(step: Step) -> None:
         )
 
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT and SIGTERM wait while files are moved into place: the set of moves is all or none."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def run(steps: list[Step], what: str) -> None:
     """Stage every write, check every destination, then commit all in order, signals held."""
     temps = [temp_path(s.path) for s in steps if isinstance(s, Write)]  # what staging may leave
@@ -112,11 +101,12 @@ def run(steps: list[Step], what: str) -> None:
     except BaseException:
         discard(temps)
         raise
-    with _signals_held():
-        _commit(staged, what)
+    _commit(staged, what)
 
 
 def _commit(staged: list[tuple[Step, Path | None]], what: str) -> None:
+    """SIGINT and SIGTERM wait while files are moved into place: the set of moves is all or none."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         for step, temp in staged:
             unchanged(step)
@@ -134,6 +124,8 @@ def _commit(staged: list[tuple[Step, Path | None]], what: str) -> None:
             f"{what} stopped half-way: {exc.strerror or exc} ({step.path}). The next torch-lazylog command "
             "recognises this state: run the same command again to finish it"
         ) from exc
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def require_writable(paths: tuple[Path, ...], links: tuple[Path, ...]) -> None:

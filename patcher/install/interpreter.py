@@ -21,7 +21,7 @@ import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from patcher.core.errors import Hint, LazylogError, Pass, environment
+from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
 
 if TYPE_CHECKING:
@@ -45,10 +45,13 @@ _LAUNCHER = (
 )
 
 
-def is_running(python: str | None) -> bool:
-    """Whether `python` names the interpreter running this code: its own path, or another name in the
-    same directory for the same file (a venv's bin/python3 for bin/python). Never resolved further:
-    a venv's interpreter is a symlink to a base one whose environment differs."""
+def in_process(python: str | None) -> bool:
+    """Whether `python` names this interpreter, started plainly (above): its own path, or another name
+    in the same directory for the same file (a venv's bin/python3 for bin/python). Never resolved
+    further: a venv's interpreter is a symlink to a base one whose environment differs."""
+    flags = sys.flags
+    if flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site:
+        return False
     if python is None or os.path.abspath(python) == os.path.abspath(sys.executable):
         return True
     same_dir = os.path.dirname(os.path.abspath(python)) == os.path.dirname(os.path.abspath(sys.executable))
@@ -56,13 +59,6 @@ def is_running(python: str | None) -> bool:
         return same_dir and os.path.samefile(python, sys.executable)
     except OSError:
         return False
-
-
-def in_process(python: str | None) -> bool:
-    """Whether `python` is this interpreter, started plainly (above)."""
-    flags = sys.flags
-    plain = not (flags.isolated or flags.ignore_environment or flags.no_user_site or flags.no_site)
-    return plain and is_running(python)
 
 
 def call(
@@ -102,12 +98,7 @@ def call(
 
 
 def run_module(
-    python: str,
-    module: ModuleType,
-    what: str,
-    stdin: str,
-    timeout: float = 300,
-    env: dict[str, str] | None = None,
+    python: str, module: ModuleType, what: str, stdin: str, timeout: float, env: dict[str, str] | None
 ) -> subprocess.CompletedProcess[str]:
     """Run one of patcher.target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
@@ -127,7 +118,16 @@ def run_module(
     except subprocess.TimeoutExpired as exc:
         raise environment(f"Expected {python} to {what} within {timeout:.0f} s, but it timed out.") from exc
     except OSError as exc:
-        raise _unrunnable(python, what, exc) from exc
+        if os.path.isdir(python):
+            found = "a directory"
+        elif not os.path.exists(python):
+            found = "no such file"
+        else:
+            found = f"a file that could not be run ({exc.strerror})"
+        raise environment(
+            f"Expected a Python interpreter at {python} to {what}, found {found}",
+            Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
+        ) from exc
 
 
 def _launched(module: ModuleType, stdin: str) -> str:
@@ -136,19 +136,6 @@ def _launched(module: ModuleType, stdin: str) -> str:
     source = loader.get_source(module.__name__) if loader and hasattr(loader, "get_source") else None
     assert source is not None and module.__file__ is not None, f"{module.__name__} has no source to run"
     return "\0".join((module.__file__, source, stdin))
-
-
-def _unrunnable(python: str, what: str, exc: OSError) -> LazylogError:
-    if os.path.isdir(python):
-        found = "a directory"
-    elif not os.path.exists(python):
-        found = "no such file"
-    else:
-        found = f"a file that could not be run ({exc.strerror})"
-    return environment(
-        f"Expected a Python interpreter at {python} to {what}, found {found}",
-        Hint((Pass("--python", "the interpreter of the environment that has torch"),), sentence=False),
-    )
 
 
 def _text(value: object) -> str | None:
@@ -172,19 +159,3 @@ def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     )
     found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
     return interpreter, found
-
-
-def none_found(interpreter: Interpreter, found: Found) -> LazylogError:
-    why = f" ({found.error})" if found.error else ""
-    # Only without --torch-dir: it is named as an option, never as its variable.
-    return environment(
-        f"Expected `import torch` to find torch for {interpreter.executable} "
-        f"(Python {interpreter.version}), but it found none{why}",
-        Hint(
-            (
-                "Install torch there, or ",
-                Pass("--python", "the interpreter that has it"),
-                " (or --torch-dir with its torch directory)",
-            )
-        ),
-    )

@@ -180,8 +180,19 @@ def _check_tree(directory: Path, spec: PatchSpec) -> Path:
 def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target:
     if torch_dir is None:
         probed, found = interpreter.probe(python, find_torch=True)
-        if found.torch_dir is None:
-            raise interpreter.none_found(probed, found)
+        if found.torch_dir is None:  # only without --torch-dir: named as an option, never as its variable
+            why = f" ({found.error})" if found.error else ""
+            raise environment(
+                f"Expected `import torch` to find torch for {probed.executable} "
+                f"(Python {probed.version}), but it found none{why}",
+                Hint(
+                    (
+                        "Install torch there, or ",
+                        Pass("--python", "the interpreter that has it"),
+                        " (or --torch-dir with its torch directory)",
+                    )
+                ),
+            )
         directory = Path(os.path.abspath(found.torch_dir))
         graph = _check_tree(directory, spec)
         owner: str | None = probed.executable

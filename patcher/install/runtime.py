@@ -36,8 +36,7 @@ def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
     from patcher.target import inductor
 
     cache = tempfile.mkdtemp(prefix="torch-lazylog-inductor-")
-    env = dict(os.environ)
-    env |= {
+    env = os.environ | {
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(cache, "inductor"),
         "TRITON_CACHE_DIR": os.path.join(cache, "triton"),
         "TORCHINDUCTOR_FX_GRAPH_CACHE": "0",
