@@ -64,9 +64,14 @@ def _vendor(name: str, into: Path) -> None:
         ) from None
     files = [f for f in dist.files or () if "__pycache__" not in f.parts and not f.name.endswith(".pyc")]
     wanted = [
-        f for f in files
-        if f.parts[0] == name or (f.parts[0].endswith(".dist-info") and (f.name == "METADATA" or "licenses" in f.parts or f.name.startswith(("LICENSE", "COPYING"))))
-    ]  # fmt: skip
+        f
+        for f in files
+        if f.parts[0] == name
+        or (
+            f.parts[0].endswith(".dist-info")
+            and (f.name == "METADATA" or "licenses" in f.parts or f.name.startswith(("LICENSE", "COPYING")))
+        )
+    ]
     if not any(f.parts[0] == name for f in wanted):
         raise SystemExit(f"the build environment's {name} is not installed as files pyz can copy")
     if not any(f.parts[0].endswith(".dist-info") and "LICENSE" in f.name.upper() for f in wanted):
@@ -88,8 +93,11 @@ def main(argv: list[str]) -> int:
         print(USAGE)
         return 0
     if len(argv) > 1 or (argv and argv[0].startswith("-")):  # never a file named after an option
-        print(f"{USAGE.splitlines()[0]}\npython3 -m patcher.pyz: error: expected at most one OUT path, got "
-              f"{' '.join(argv)!r}; nothing was written", file=sys.stderr)  # fmt: skip
+        print(
+            f"{USAGE.splitlines()[0]}\npython3 -m patcher.pyz: error: expected at most one OUT path, got "
+            f"{' '.join(argv)!r}; nothing was written",
+            file=sys.stderr,
+        )
         return 2
     out = Path(argv[0]) if argv else Path("dist") / NAME
     print(build(out))
