@@ -1,9 +1,10 @@
-"""The install's one named state, decided from facts read from the bytes; a table per command.
+"""The install's one named state, decided from facts read from the bytes; a column per command.
 
 Pure: no file is read here. patcher.core.facts reads a snapshot; `name_state` names the state from what it read;
 APPLY and REVERT say, for each state, what the command does to graph.py and the undo record; VERIFY,
-its exit code and what to do next. Each decision is made in its table and nowhere else; the state a
-run leaves is the plan's (patcher.core.plan). The README's state table is these, checked by a test.
+its exit code and what to do next: the columns of one table, a row per state. Each decision is made
+there and nowhere else; the state a run leaves is the plan's (patcher.core.plan). The README's state
+table is these, checked by a test.
 """
 
 from __future__ import annotations
@@ -91,61 +92,31 @@ class Rule(NamedTuple):
 
 _PATCH: tuple[Action, ...] = ("patch",)
 _REFUSE: tuple[Action, ...] = ("refuse",)
-
-APPLY: dict[State, tuple[Action, ...]] = {
-    "pristine": _PATCH,
-    "patched": (),
-    "apply-interrupted": (),
-    "ships-lazy": (),
-    "record-only": _PATCH,
-    "revert-interrupted": _PATCH,
-    "unrecorded": ("record",),
-    "reinstalled": _PATCH,
-    "upgraded": ("drop",),
-    "untrusted-eager": _PATCH,
-    "untrusted-patched": ("record",),
-    "untrusted-lazy": ("drop",),
-    "edited": _REFUSE,
-    "unknown": _REFUSE,
-}
-
-REVERT: dict[State, tuple[Action, ...]] = {
-    "pristine": (),
-    "patched": ("restore",),
-    "apply-interrupted": ("restore",),
-    "ships-lazy": (),
-    "record-only": ("drop",),
-    "revert-interrupted": ("drop",),
-    "unrecorded": ("restore",),
-    "reinstalled": ("drop",),
-    "upgraded": ("drop",),
-    "untrusted-eager": ("drop",),
-    "untrusted-patched": ("restore",),
-    "untrusted-lazy": ("drop",),
-    "edited": _REFUSE,
-    "unknown": _REFUSE,
-}
-
 _EAGER = Rule(ExitCode.EAGER, "apply")
 _LAZY = Rule()
 _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to finish or remove
-# verify's first duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
-VERIFY: dict[State, Rule] = {
-    "pristine": _EAGER,
-    "patched": _LAZY,
-    "apply-interrupted": _TIDY,
-    "ships-lazy": _LAZY,
-    "record-only": _EAGER,
-    "revert-interrupted": _EAGER,
-    "unrecorded": _TIDY,
-    "reinstalled": _EAGER,
-    "upgraded": _TIDY,
-    "untrusted-eager": _EAGER,
-    "untrusted-patched": _TIDY,
-    "untrusted-lazy": _TIDY,
-    "edited": Rule(ExitCode.REFUSED, "reinstall"),
-    "unknown": Rule(ExitCode.REFUSED),
+
+# One row per state: what apply does, what revert does, and verify's rule. verify's first duty: never
+# say lazy about a torch that will run eagerly, never fail one that is lazy.
+_TABLE: dict[State, tuple[tuple[Action, ...], tuple[Action, ...], Rule]] = {
+    "pristine": (_PATCH, (), _EAGER),
+    "patched": ((), ("restore",), _LAZY),
+    "apply-interrupted": ((), ("restore",), _TIDY),
+    "ships-lazy": ((), (), _LAZY),
+    "record-only": (_PATCH, ("drop",), _EAGER),
+    "revert-interrupted": (_PATCH, ("drop",), _EAGER),
+    "unrecorded": (("record",), ("restore",), _TIDY),
+    "reinstalled": (_PATCH, ("drop",), _EAGER),
+    "upgraded": (("drop",), ("drop",), _TIDY),
+    "untrusted-eager": (_PATCH, ("drop",), _EAGER),
+    "untrusted-patched": (("record",), ("restore",), _TIDY),
+    "untrusted-lazy": (("drop",), ("drop",), _TIDY),
+    "edited": (_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
+    "unknown": (_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
 }
+APPLY = {name: apply for name, (apply, _, _) in _TABLE.items()}
+REVERT = {name: revert for name, (_, revert, _) in _TABLE.items()}
+VERIFY = {name: rule for name, (_, _, rule) in _TABLE.items()}
 LAZY = frozenset(name for name, rule in VERIFY.items() if rule.code == ExitCode.OK)  # graph.py is lazy
 
 TABLES = {"apply": APPLY, "revert": REVERT}
