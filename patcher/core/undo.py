@@ -24,9 +24,6 @@ class FileState(NamedTuple):
     sha256: str
     size: int
 
-    def to_json(self) -> dict[str, JsonValue]:
-        return {"sha256": self.sha256, "size": self.size}
-
     @classmethod
     def from_json(cls, data: object) -> FileState:
         if not isinstance(data, dict):
@@ -49,8 +46,8 @@ class FileChange(NamedTuple):
 
     def to_json(self) -> dict[str, JsonValue]:
         return {
-            "after": self.after.to_json(),
-            "before": self.before.to_json(),
+            "after": self.after._asdict(),
+            "before": self.before._asdict(),
             "edit": self.edit.to_json(),
             "mode": self.mode,
             "mtime_ns": self.mtime_ns,
