@@ -119,17 +119,6 @@ def _imports_name(module: cst.Module, module_name: str, name: str) -> bool:
     return False
 
 
-def _parse(source: bytes) -> cst.Module | Refused:
-    try:
-        return cst.parse_module(source)
-    except UnicodeDecodeError as exc:
-        return Refused(
-            f"graph.py is not valid text in its declared encoding ({exc.reason} at byte {exc.start})"
-        )
-    except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
-        return _not_python(exc)
-
-
 def _not_python(exc: Exception) -> Refused:
     """The one refusal of a source libcst, ast or compile() rejects."""
     return Refused(f"graph.py is not valid Python ({type(exc).__name__}: {str(exc).splitlines()[0]})")
@@ -201,9 +190,14 @@ def _span(source: bytes, tree: ast.Module, scope: list[str], text: bytes) -> tup
 
 def _located(source: bytes, spec: PatchSpec) -> tuple[cst.Module, _Found, Site] | Refused:
     """The one site finder: the parsed module, the argument found and its site."""
-    module = _parse(source)
-    if isinstance(module, Refused):
-        return module
+    try:
+        module = cst.parse_module(source)
+    except UnicodeDecodeError as exc:
+        return Refused(
+            f"graph.py is not valid text in its declared encoding ({exc.reason} at byte {exc.start})"
+        )
+    except (SyntaxError, ValueError, cst.ParserSyntaxError) as exc:
+        return _not_python(exc)
     found = _find(source, module, spec)
     if isinstance(found, Refused):
         return found
