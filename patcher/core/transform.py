@@ -134,14 +134,11 @@ def _find(source: bytes, module: cst.Module, spec: PatchSpec) -> _Found | Refuse
     finder = _SiteFinder(spec.scope.split("."), {False: _call(spec.eager), True: _call(spec.lazy)})
     module.visit(finder)
     # timid: the finder enters only the scope; the same text anywhere else in the file is a refusal too
-    elsewhere = sum(source.count(text.encode()) for text in (spec.eager, spec.lazy)) - len(finder.found)
+    count = max(len(finder.found), sum(source.count(text.encode()) for text in (spec.eager, spec.lazy)))
     if not finder.found:
         return Refused(f"`{spec.scope}` passes no `{spec.eager}` (nor its lazy form) to `{spec.call}`")
-    if len(finder.found) + max(elsewhere, 0) > 1:
-        return Refused(
-            f"the argument `{spec.eager}` (or its lazy form) occurs "
-            f"{len(finder.found) + max(elsewhere, 0)} times; expected once"
-        )
+    if count > 1:
+        return Refused(f"the argument `{spec.eager}` (or its lazy form) occurs {count} times; expected once")
     (found,) = finder.found
     expected = _call(f"{spec.call}({spec.message}, {spec.lazy if found.lazy else spec.eager})")
     if found.call is None or canonical(found.call) != canonical(expected):
