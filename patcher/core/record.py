@@ -53,8 +53,6 @@ def _fields(line: bytes) -> list[str]:
 def same(row_path: str, path: str, base: str = "") -> bool:
     """Whether a row's path names `path` (relative to `base`, the directory holding the dist-info):
     joined to `base` unless absolute, then normalised lexically."""
-    if row_path == path:
-        return True
     return bool(row_path) and posixpath.normpath(posixpath.join(base, row_path)) == posixpath.normpath(
         posixpath.join(base, path)
     )
