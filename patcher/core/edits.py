@@ -58,9 +58,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
 def line_edit(before: bytes, after: bytes) -> Edit:
     """The smallest edit turning `before` into `after`, widened to whole lines."""
     prefix = _common_prefix(before, after)
-    limit = min(len(before), len(after)) - prefix
-    suffix = _common_prefix(before[::-1], after[::-1])
-    suffix = min(suffix, limit)
+    suffix = _common_prefix(before[prefix:][::-1], after[prefix:][::-1])  # of what follows the prefix
     start = before.rfind(b"\n", 0, prefix) + 1
     end = len(before) - suffix
     newline = before.find(b"\n", end)
