@@ -98,9 +98,7 @@ def hash_field(algorithm: str, data: bytes) -> str:
 def describes(field: str, data: bytes) -> bool:
     """Whether a row's hash field names these bytes (an unknown algorithm names nothing)."""
     algorithm, _, _ = field.partition("=")
-    if algorithm not in GUARANTEED:
-        return False
-    return field == hash_field(algorithm, data)
+    return algorithm in GUARANTEED and field == hash_field(algorithm, data)
 
 
 def fit(record: bytes | None, path: str, data: bytes, base: str = "") -> RowFit:
