@@ -106,9 +106,8 @@ class Snapshot(NamedTuple):
 
     def stale_pycs(self) -> list[Pyc]:
         mtime = self.graph_stat.mtime_ns / 1e9
-        hashes = self.source_hashes
         own = (p for p in self.pycs if p.tag == self.own_tag)
-        return [p for p in own if stale(p, self.graph, mtime, hashes.get(p.header[:4]))]
+        return [p for p in own if stale(p, self.graph, mtime, self.source_hashes.get(p.header[:4]))]
 
 
 def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
