@@ -89,16 +89,14 @@ class Given(NamedTuple):
         if step is None or isinstance(step, Advice):
             return step.text if step else None
         if step == "reinstall":
-            from patcher.cli.advice import Layout, reinstall
+            from patcher.cli.advice import reinstall
             from patcher.install.reading import install_of
 
             install = Install() if target is None else install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
-            quoted = quote(python) if python else None
             import shutil  # only for advice
 
-            layout = Layout(install.managed, install.pip is not False, bool(shutil.which("uv")))
-            return reinstall(quoted, install.dist_version, install.vendor, install.installer, layout)
+            return reinstall(quote(python) if python else None, install, bool(shutil.which("uv")))
         return f"{program()} {step}" + self.options()
 
     def _options(self) -> tuple[tuple[Option, str | None], ...]:
