@@ -211,10 +211,11 @@ def finish(given: Given, report: Report, target: Target | None = None) -> NoRetu
         sys.exit(int(signal_code(exc.signum)))
     except OSError as exc:  # every command, every result: one sentence on stderr (if it is open)
         _silence()
-        from patcher.core.messages import output_lost
-
+        code = int(report.code)  # the result's own code: the sentence names what exit 5 replaces
+        instead = f" with exit {code}, which exit 5 replaces" if code else ""
+        lost = f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
         with contextlib.suppress(OSError):
-            _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc, int(report.code))}.\n")
+            _write(sys.stderr, f"torch-lazylog: error: {lost}.\n")
         sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
 
@@ -254,6 +255,12 @@ def signal_code(signum: int) -> ExitCode:
 
 def interrupted(command: str, signum: int) -> LazylogError:
     """What a command stopped by SIGINT or SIGTERM reports."""
-    from patcher.core.messages import interrupted as sentence
-
-    return LazylogError(signal_code(signum), sentence(signal.Signals(signum).name, command, program()))
+    name = signal.Signals(signum).name
+    if command == "diagnose":
+        text = f"Interrupted by {name}: diagnose only reads, so nothing was written; run it again"
+    else:
+        text = (
+            f"Interrupted by {name}: every file is either as it was or as the command leaves it. "
+            f"Run `{program()} verify` to see which, and the same command again to finish"
+        )
+    return LazylogError(signal_code(signum), text)
