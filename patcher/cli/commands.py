@@ -148,8 +148,6 @@ def failed(
     the options whose value came from their environment variable, which the sentence names."""
     from patcher.core.report import Report
 
-    where = (str(target.torch_dir), str(target.graph), str(target.undo_path)) if target else (None,) * 3
-    torch_dir, graph_py, undo_record = where
     report = Report(
         given.command,
         error.state,
@@ -158,9 +156,9 @@ def failed(
         error.code,
         error.next,
         torch_version=target.torch_version if target else None,
-        torch_dir=torch_dir,
-        graph_py=graph_py,
-        undo_record=undo_record,
+        torch_dir=str(target.torch_dir) if target else None,
+        graph_py=str(target.graph) if target else None,
+        undo_record=str(target.undo_path) if target else None,
         diff=error.diff,
         support=error.support,
     )
