@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from patcher.cli.advice import Layout, reinstall
+from patcher.cli.advice import reinstall
+from patcher.core.errors import Install
 
 
 def test_the_reinstall_advice_uses_the_tool_that_installed_torch() -> None:
     assert (
-        reinstall("/v/bin/python", "2.10.0", False, None, Layout())
+        reinstall("/v/bin/python", Install("2.10.0"), False)
         == "/v/bin/python -m pip install --force-reinstall --no-deps torch==2.10.0"
     )
-    assert reinstall("/usr/bin/python3", "2.10.0", False, "uv", Layout(uv=True)) == (
+    assert reinstall("/usr/bin/python3", Install("2.10.0", installer="uv"), True) == (
         "uv pip install --python /usr/bin/python3 --reinstall --no-deps torch==2.10.0"
     )
     assert "not on the public package index" in reinstall(
-        "/v/bin/python", "2.10.0+rocm7.2.4", True, None, Layout()
+        "/v/bin/python", Install("2.10.0+rocm7.2.4", vendor=True), False
     )
-    assert "add --python" in reinstall(None, "2.10.0", False, None, Layout())
+    assert "add --python" in reinstall(None, Install("2.10.0"), False)

@@ -8,73 +8,81 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli.advice import Layout, reinstall
+from patcher.cli.advice import reinstall
+from patcher.core.errors import Install
 
 PY = "/usr/bin/python3"
 
 
 @pytest.mark.parametrize(
-    ("installer", "layout", "expected"),
+    ("install", "uv", "expected"),
     [
         pytest.param(
-            "pip", Layout(), f"{PY} -m pip install --force-reinstall --no-deps torch==2.10.0", id="venv-pip"
+            Install("2.10.0", installer="pip"),
+            False,
+            f"{PY} -m pip install --force-reinstall --no-deps torch==2.10.0",
+            id="venv-pip",
         ),
         pytest.param(
-            "pip",
-            Layout(externally_managed=True),
+            Install("2.10.0", installer="pip", managed=True),
+            False,
             f"{PY} -m pip install --break-system-packages --force-reinstall --no-deps torch==2.10.0",
             id="managed-pip",
         ),
         pytest.param(
-            "uv",
-            Layout(externally_managed=True, uv=True),
+            Install("2.10.0", installer="uv", managed=True),
+            True,
             f"uv pip install --python {PY} --break-system-packages --reinstall --no-deps torch==2.10.0",
             id="managed-uv",
         ),
         pytest.param(
-            "uv",
-            Layout(uv=True),
+            Install("2.10.0", installer="uv"),
+            True,
             f"uv pip install --python {PY} --reinstall --no-deps torch==2.10.0",
             id="venv-uv",
         ),
         pytest.param(
-            "uv",
-            Layout(externally_managed=True),
+            Install("2.10.0", installer="uv", managed=True),
+            False,
             f"{PY} -m pip install --break-system-packages --force-reinstall --no-deps torch==2.10.0",
             id="uv-installed-but-no-uv-here",
         ),
         pytest.param(
-            "pip",
-            Layout(pip=False, uv=True),
+            Install("2.10.0", installer="pip", pip=False),
+            True,
             f"uv pip install --python {PY} --reinstall --no-deps torch==2.10.0",
             id="no-pip-but-uv",
         ),
         pytest.param(
-            None,
-            Layout(),
+            Install("2.10.0"),
+            False,
             f"{PY} -m pip install --force-reinstall --no-deps torch==2.10.0",
             id="no-installer",
         ),
     ],
 )
-def test_reinstall_command_per_layout(installer: str | None, layout: Layout, expected: str) -> None:
-    assert reinstall(PY, "2.10.0", False, installer, layout) == expected
+def test_reinstall_command_per_layout(install: Install, uv: bool, expected: str) -> None:
+    assert reinstall(PY, install, uv) == expected
 
 
 @pytest.mark.parametrize("installer", ["pip", "uv", None])
 @pytest.mark.parametrize("managed", [False, True])
 def test_no_installer_there_is_a_sentence_not_a_command(installer: str | None, managed: bool) -> None:
-    advice = reinstall(PY, "2.10.0", False, installer, Layout(externally_managed=managed, pip=False))
+    advice = reinstall(PY, Install("2.10.0", installer=installer, managed=managed, pip=False), False)
     assert advice.startswith(f"reinstall torch==2.10.0 for {PY} with the tool that installed it")
     assert "has no pip and no uv is on PATH" in advice
     assert "-m pip" not in advice and "uv pip" not in advice
     assert (f"({installer})" in advice) == (installer is not None)
 
 
-@pytest.mark.parametrize("layout", [Layout(), Layout(externally_managed=True, pip=False, uv=True)])
-def test_a_vendor_build_or_no_python_is_a_sentence_whatever_the_layout(layout: Layout) -> None:
-    assert reinstall(PY, "2.10.0+rocm7.2.4", True, "uv", layout).startswith("reinstall torch from the index")
-    assert reinstall(None, "2.10.0", False, "pip", layout).startswith("reinstall torch in the environment")
+@pytest.mark.parametrize(("managed", "pip", "uv"), [(False, True, False), (True, False, True)])
+def test_a_vendor_build_or_no_python_is_a_sentence_whatever_the_layout(
+    managed: bool, pip: bool | None, uv: bool
+) -> None:
+    vendor = Install("2.10.0+rocm7.2.4", True, "uv", managed=managed, pip=pip)
+    assert reinstall(PY, vendor, uv).startswith("reinstall torch from the index")
+    no_python = Install("2.10.0", installer="pip", managed=managed, pip=pip)
+    assert reinstall(None, no_python, uv).startswith("reinstall torch in the environment")
 
 
 def test_the_probe_tells_pip_and_pep_668(tmp_path: Path) -> None:

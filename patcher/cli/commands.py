@@ -89,16 +89,14 @@ class Given(NamedTuple):
         if step is None or isinstance(step, Advice):
             return step.text if step else None
         if step == "reinstall":
-            from patcher.cli.advice import Layout, reinstall
+            from patcher.cli.advice import reinstall
             from patcher.install.reading import install_of
 
             install = Install() if target is None else install_of(target)
             python = self.python or install.owner or (sys.executable if self.torch_dir is None else None)
-            quoted = quote(python) if python else None
             import shutil  # only for advice
 
-            layout = Layout(install.managed, install.pip is not False, bool(shutil.which("uv")))
-            return reinstall(quoted, install.dist_version, install.vendor, install.installer, layout)
+            return reinstall(quote(python) if python else None, install, bool(shutil.which("uv")))
         return f"{program()} {step}" + self.options()
 
     def _options(self) -> tuple[tuple[Option, str | None], ...]:
@@ -150,8 +148,6 @@ def failed(
     the options whose value came from their environment variable, which the sentence names."""
     from patcher.core.report import Report
 
-    where = (str(target.torch_dir), str(target.graph), str(target.undo_path)) if target else (None,) * 3
-    torch_dir, graph_py, undo_record = where
     report = Report(
         given.command,
         error.state,
@@ -160,9 +156,9 @@ def failed(
         error.code,
         error.next,
         torch_version=target.torch_version if target else None,
-        torch_dir=torch_dir,
-        graph_py=graph_py,
-        undo_record=undo_record,
+        torch_dir=str(target.torch_dir) if target else None,
+        graph_py=str(target.graph) if target else None,
+        undo_record=str(target.undo_path) if target else None,
         diff=error.diff,
         support=error.support,
     )
@@ -213,10 +209,11 @@ def finish(given: Given, report: Report, target: Target | None = None) -> NoRetu
         sys.exit(int(signal_code(exc.signum)))
     except OSError as exc:  # every command, every result: one sentence on stderr (if it is open)
         _silence()
-        from patcher.core.messages import output_lost
-
+        code = int(report.code)  # the result's own code: the sentence names what exit 5 replaces
+        instead = f" with exit {code}, which exit 5 replaces" if code else ""
+        lost = f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
         with contextlib.suppress(OSError):
-            _write(sys.stderr, f"torch-lazylog: error: {output_lost(exc, int(report.code))}.\n")
+            _write(sys.stderr, f"torch-lazylog: error: {lost}.\n")
         sys.exit(int(ExitCode.OUTPUT))
     sys.exit(int(report.code))
 
@@ -256,6 +253,12 @@ def signal_code(signum: int) -> ExitCode:
 
 def interrupted(command: str, signum: int) -> LazylogError:
     """What a command stopped by SIGINT or SIGTERM reports."""
-    from patcher.core.messages import interrupted as sentence
-
-    return LazylogError(signal_code(signum), sentence(signal.Signals(signum).name, command, program()))
+    name = signal.Signals(signum).name
+    if command == "diagnose":
+        text = f"Interrupted by {name}: diagnose only reads, so nothing was written; run it again"
+    else:
+        text = (
+            f"Interrupted by {name}: every file is either as it was or as the command leaves it. "
+            f"Run `{program()} verify` to see which, and the same command again to finish"
+        )
+    return LazylogError(signal_code(signum), text)

@@ -70,7 +70,14 @@ class LazylogError(Exception):
         adds, on a line of its own, every release this tool knows; `variables` are the options whose
         value came from their environment variable, which the sentence names."""
         if single_file is not None and self.missing is not None and self.missing.module == "libcst":
-            return missing_libcst_dir(self.missing.what, single_file)
+            minor, machine = single_file.minor, single_file.machine
+            return (
+                f"Expected libcst to {self.missing.what}, but the single file found none for this Python ({minor} on "
+                f"{machine}) in {single_file.libs}. Nothing was written; run the file from the tool image, which carries it "
+                f"beside the file (docs/images.md), or make that directory with `pip install "
+                f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
+                f"manylinux2014_{machine} libcst` and mount it there (or name it in {single_file.variable})"
+            )
         if verbose and self.support is not None:
             return f"{self.text(single_file, False, variables).rstrip('.')}.\n{self.support.text()}"
         by_option = {v.option: v for v in variables}
@@ -210,17 +217,4 @@ def missing(module: str, what: str) -> LazylogError:
         f"Expected {module} to {what}, but it is not installed for this Python. Nothing was written; "
         "install the torch-lazylog wheel, which brings click and libcst, and run torch-lazylog from it",
         missing=Missing(module, what),
-    )
-
-
-def missing_libcst_dir(what: str, single_file: SingleFile) -> str:
-    """The single file without a libcst for this Python: the directory to mount beside it, or to name
-    in its variable."""
-    minor, machine = single_file.minor, single_file.machine
-    return (
-        f"Expected libcst to {what}, but the single file found none for this Python ({minor} on "
-        f"{machine}) in {single_file.libs}. Nothing was written; run the file from the tool image, which carries it "
-        f"beside the file (docs/images.md), or make that directory with `pip install "
-        f"--target torch-lazylog-libs --only-binary=:all: --python-version {minor} --platform "
-        f"manylinux2014_{machine} libcst` and mount it there (or name it in {single_file.variable})"
     )

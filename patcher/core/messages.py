@@ -245,19 +245,3 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
         "does not know: it changed since apply, so neither its original nor its patched bytes can be "
         "restored. Nothing was written"
     )
-
-
-def interrupted(signal_name: str, command: str, program: str) -> str:
-    """`program`: how the user runs the tool (the console script, or the single file with its Python)."""
-    if command == "diagnose":
-        return f"Interrupted by {signal_name}: diagnose only reads, so nothing was written; run it again"
-    return (
-        f"Interrupted by {signal_name}: every file is either as it was or as the command leaves it. "
-        f"Run `{program} verify` to see which, and the same command again to finish"
-    )
-
-
-def output_lost(exc: OSError, code: int = 0) -> str:
-    """A result that could not be printed: exit 5 stands in for the result's own code, which it names."""
-    instead = f" with exit {code}, which exit 5 replaces" if code else ""
-    return f"Could not print the result ({exc.strerror or exc}); the command itself finished{instead}"
