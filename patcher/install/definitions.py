@@ -26,5 +26,5 @@ def _read(name: str) -> str:
     return files(package).joinpath(name).read_text(encoding="utf-8")
 
 
-def load(name: str = PATCH_NAME) -> PatchSpec:
-    return parse(name, _read)
+def load() -> PatchSpec:
+    return parse(PATCH_NAME, _read)

@@ -86,10 +86,8 @@ def releases_table(releases: Releases) -> str:
         "|---|---|---|---|",
     ]
     for row in releases.rows:
-        if row.state == "eager":
-            lines.append(f"| {row.version} | eager | patches (one line) | `{row.sha256[:16]}` |")
-        else:
-            lines.append(f"| {row.version} | natively lazy | nothing | `{row.sha256[:16]}` |")
+        kind, does = ("eager", "patches (one line)") if row.state == "eager" else ("natively lazy", "nothing")
+        lines.append(f"| {row.version} | {kind} | {does} | `{row.sha256[:16]}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
@@ -138,24 +138,19 @@ def _launched(module: ModuleType, stdin: str) -> str:
     return "\0".join((module.__file__, source, stdin))
 
 
-def _text(value: object) -> str | None:
-    return None if value is None else str(value)
-
-
 def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
     from patcher.target import interp
 
-    info = call(python, interp, {"find_torch": find_torch}, "report where its torch is")
-    path, pip = info.get("path"), info.get("pip")
+    answer = call(python, interp, {"find_torch": find_torch}, "report where its torch is")
+    info = cast(interp.Info, answer)  # what interp.run gives, here or through JSON
     interpreter = Interpreter(
-        executable=str(info["executable"] or python or sys.executable),
-        version=str(info["version"]),
-        cache_tag=_text(info["cache_tag"]),
-        pycache_prefix=_text(info["pycache_prefix"]),
-        path=tuple(str(p) for p in path) if isinstance(path, list) else (),
-        externally_managed=info.get("externally_managed") is True,
-        has_pip=pip if isinstance(pip, bool) else None,
+        executable=info["executable"] or python or sys.executable,
+        version=info["version"],
+        cache_tag=info["cache_tag"],
+        pycache_prefix=info["pycache_prefix"],
+        path=tuple(info["path"]),
+        externally_managed=info["externally_managed"],
+        has_pip=info["pip"],
     )
-    found = Found(_text(info.get("torch_dir")), _text(info.get("torch_path_entry")), _text(info.get("error")))
-    return interpreter, found
+    return interpreter, Found(info["torch_dir"], info["torch_path_entry"], info["error"])

@@ -125,15 +125,15 @@ def _imports_it(probed: Interpreter, found: Found, directory: Path, derived: boo
     )
 
 
-def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Found, str | None]:
+def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Found]:
     """The interpreter for a given torch directory, checked to import it; no owner for a bare tree."""
     owned = interpreter.probe(python, find_torch=True) if python is not None else _owner_of(directory)
     if owned is None:  # a tree no interpreter beside it owns: the bytes are all there is to check
         probed, _ = interpreter.probe(None, find_torch=False)
-        return probed, Found(None, None, None), None
+        return probed, Found(None, None, None)
     probed, found = owned
     _imports_it(probed, found, directory, derived=python is None)
-    return probed, found, probed.executable
+    return probed, found
 
 
 def _kind(path: Path) -> str:
@@ -195,11 +195,10 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
             )
         directory = Path(os.path.abspath(found.torch_dir))
         graph = _check_tree(directory, spec)
-        owner: str | None = probed.executable
     else:
         directory = Path(os.path.abspath(torch_dir))
         graph = _check_tree(directory, spec)
-        probed, found, owner = _for_torch_dir(python, directory)
+        probed, found = _for_torch_dir(python, directory)
     dist_info = find_dist_info(directory, spec)
     return Target(
         interpreter=probed,
@@ -208,6 +207,6 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
         dist_info=dist_info,
         undo_path=undo_path(directory, dist_info),
         torch_version=read_torch_version(directory, dist_info),
-        owner=owner,
+        owner=probed.executable if found.torch_dir else None,  # None: a tree no interpreter owns
         torch_path_entry=found.path_entry,
     )
