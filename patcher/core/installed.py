@@ -18,11 +18,6 @@ UNDO_NAME = "torch_lazylog.json"
 UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 
 
-def undo_path(torch_dir: Path, dist_info: Path | None) -> Path:
-    """Where the undo record of this torch lives: in its dist-info, else beside the torch directory."""
-    return dist_info / UNDO_NAME if dist_info else torch_dir.parent / UNDO_NAME_NO_DIST_INFO
-
-
 class Interpreter(NamedTuple):
     executable: str
     version: str
@@ -46,13 +41,19 @@ class Target(NamedTuple):
     torch_dir: Path
     graph: Path
     dist_info: Path | None
-    undo_path: Path
     torch_version: str | None
     # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
     # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
     owner: str | None = None
     # The sys.path entry of the owner that torch came from (None: no owner, or a meta path finder).
     torch_path_entry: str | None = None
+
+    @property
+    def undo_path(self) -> Path:
+        """Where the undo record of this torch lives: in its dist-info, else beside the torch directory."""
+        return (
+            self.dist_info / UNDO_NAME if self.dist_info else self.torch_dir.parent / UNDO_NAME_NO_DIST_INFO
+        )
 
     @property
     def record_file(self) -> Path | None:

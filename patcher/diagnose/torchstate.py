@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from patcher.core.errors import ExitCode, LazylogError
-from patcher.core.installed import Interpreter, Target, undo_path
+from patcher.core.installed import Interpreter, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.diagnose.model import ProcessFacts, TorchFacts
@@ -43,7 +43,6 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
         torch_dir=directory,
         graph=directory / spec.file,
         dist_info=dist_info,
-        undo_path=undo_path(directory, dist_info),
         torch_version=read_torch_version(directory, dist_info),
         owner=process.interpreter,
     )

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from patcher.core.errors import Hint, LazylogError, LeaveOut, Pass, environment
-from patcher.core.installed import Found, Interpreter, Target, undo_path
+from patcher.core.installed import Found, Interpreter, Target
 from patcher.core.spec import PatchSpec
 from patcher.install import interpreter
 
@@ -205,7 +205,6 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
         torch_dir=directory,
         graph=graph,
         dist_info=dist_info,
-        undo_path=undo_path(directory, dist_info),
         torch_version=read_torch_version(directory, dist_info),
         owner=probed.executable if found.torch_dir else None,  # None: a tree no interpreter owns
         torch_path_entry=found.path_entry,

@@ -276,8 +276,9 @@ def test_a_tree_without_dist_info_keeps_the_undo_record_beside_torch(spec: Patch
     bare = world.bare_target()
     planned = _plan(spec, world.snap(SOURCE, None), "apply", bare)
     data = world.undo_json(world.graph_change(SOURCE, PATCHED), None)
+    assert bare.undo_path == bare.torch_dir.parent / ".torch_lazylog.json"  # beside, never inside
     assert planned.steps[0] == Write(bare.undo_path, data, 0o644, 1001, 1002, None, ABSENT)
-    assert planned.check == (GRAPH, GRAPH.parent, bare.torch_dir)
+    assert planned.check == (GRAPH, GRAPH.parent, bare.torch_dir.parent)
 
 
 def test_revert_after_record_was_normalised_and_grown_points_the_rows(spec: PatchSpec) -> None:

@@ -151,12 +151,12 @@ def interpreter() -> Interpreter:
 
 def target() -> Target:
     dist = SITE / DIST
-    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, dist / "torch_lazylog.json", "9.0.0+cu128")
+    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, "9.0.0+cu128")
 
 
 def bare_target() -> Target:
     """A torch tree with no dist-info (a distribution package that strips it)."""
-    return target()._replace(dist_info=None, undo_path=SITE / "torch" / "torch_lazylog.json")
+    return target()._replace(dist_info=None)
 
 
 def timestamp_header(data: bytes, mtime_ns: int) -> bytes:
