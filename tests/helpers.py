@@ -161,7 +161,8 @@ def venv_tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 def probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> dict[str, Any]:
     """patcher.target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
-    nothing is installed there), so that the module that only ever runs beside torch is measured."""
+    nothing is installed there), so that the module that only ever runs beside torch is measured;
+    it compiles in `cwd`, as the runtime check has it compile in its throw-away cache."""
     import coverage
 
     from patcher.target import inductor
@@ -172,7 +173,7 @@ def probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> 
     env |= {"TORCHINDUCTOR_FX_GRAPH_CACHE": "0", "TORCHINDUCTOR_AUTOGRAD_CACHE": "0"}
     done = subprocess.run(
         [str(python), "-m", "coverage", "run", f"--rcfile={ROOT / 'pyproject.toml'}", inductor.__file__],
-        input=json.dumps(params), capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
+        input=json.dumps({"cwd": str(cwd)} | params), capture_output=True, text=True, env=env, cwd=ROOT, timeout=1800,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])

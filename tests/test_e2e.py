@@ -50,7 +50,7 @@ def test_real_torch_end_to_end(version: str, tmp_path: Path) -> None:
     assert checks["not_formatted_when_filtered"] is False
     assert checks["info_text_identical"] and checks["error_carries_operator_text"]
 
-    deep: dict[str, object] = {"depth": DEEP}
+    deep: dict[str, object] = {"depth": DEEP, "expect_graph": str(graph)}
     before = probe_under_coverage(Path(python), deep, tmp_path)
     assert before["error"] is None, before
     assert before["checks"][:2] == [
@@ -102,7 +102,7 @@ def test_real_torch_2_13_is_natively_lazy() -> None:
 def test_runtime_check_reports_an_interpreter_without_torch(tmp_path: Path) -> None:
     venv = tmp_path / "no-torch"
     subprocess.run(["python3", "-m", "venv", "--without-pip", str(venv)], check=True)
-    result = runtime.probe(str(venv / "bin" / "python"))
+    result = runtime.probe(str(venv / "bin" / "python"), str(tmp_path / "graph.py"))  # no torch to have it
     assert result["error"] is not None and "import torch failed" in result["error"]
 
 
@@ -149,8 +149,9 @@ def test_runtime_check_without_importable_torch_is_an_environment_error(tmp_path
 
 
 def test_the_probe_module_itself_on_real_torch(tmp_path: Path) -> None:
-    python = torch_venv("2.13.0") / "bin" / "python"
-    params: dict[str, object] = {"depth": 4}
+    venv = torch_venv("2.13.0")
+    python = venv / "bin" / "python"
+    params: dict[str, object] = {"depth": 4, "expect_graph": str(_graph(venv))}
     result = probe_under_coverage(python, params, tmp_path)
     assert result["error"] is None, result
     assert [c["name"] for c in result["checks"]] == [

@@ -53,8 +53,9 @@ def test_the_probe_names_the_switch_and_reports_no_check(
 ) -> None:
     """patcher.target.inductor itself, under coverage, with torch.compile switched off."""
     monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
-    python = torch_venv("2.13.0") / "bin" / "python"
-    result = probe_under_coverage(python, {"depth": 2}, tmp_path)
+    venv = torch_venv("2.13.0")
+    (graph,) = venv.glob("lib/python3.*/site-packages/torch/_inductor/graph.py")
+    result = probe_under_coverage(venv / "bin" / "python", {"depth": 2, "expect_graph": str(graph)}, tmp_path)
     assert result["error"] is None and result["checks"] == [], result
     assert result["unable"].startswith(
         "TORCH_COMPILE_DISABLE=1 in the environment switches torch.compile off"

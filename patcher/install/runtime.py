@@ -31,8 +31,9 @@ class ProbeResult(TypedDict, total=False):
     graph_py: str
 
 
-def probe(python: str, expect_graph: str | None = None) -> ProbeResult:
-    """Run the probe in `python` with a throw-away Inductor cache; return its JSON result."""
+def probe(python: str, expect_graph: str) -> ProbeResult:
+    """Run the probe in `python` on the torch whose graph.py is `expect_graph`, with a throw-away
+    Inductor cache; return its JSON result."""
     from patcher.target import inductor
 
     cache = tempfile.mkdtemp(prefix="torch-lazylog-inductor-")
@@ -100,7 +101,7 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             f"(the static check alone: {report.message.rstrip('.')}).",
         )
     try:
-        result = probe(target.interpreter.executable, expect_graph=str(target.graph))
+        result = probe(target.interpreter.executable, str(target.graph))
     except LazylogError as exc:  # the interpreter would not run it, or it timed out
         raise _stop(report, exc.message, exc.hint) from exc
     if result["error"]:

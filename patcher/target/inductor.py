@@ -217,8 +217,7 @@ def run_phases(probe: Probe, depth: int, config: Any, out: dict[str, Any]) -> No
 def run(params: dict[str, Any]) -> dict[str, Any]:
     """{"depth", "expect_graph", "cwd"} -> the checks, or why they could not run."""
     out: dict[str, Any] = {"checks": [], "error": None, "unable": None}
-    if params.get("cwd"):  # sys.path was built from the launch's directory; compile somewhere harmless
-        os.chdir(params["cwd"])
+    os.chdir(params["cwd"])  # sys.path was built from the launch's directory; compile somewhere harmless
     try:
         import torch
         import torch._dynamo
@@ -229,8 +228,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         out["error"] = f"import torch failed: {type(exc).__name__}: {exc}"
         return out
     out["graph_py"] = inductor_graph.__file__
-    expected = params.get("expect_graph")
-    if expected and os.path.realpath(expected) != os.path.realpath(inductor_graph.__file__):
+    if os.path.realpath(params["expect_graph"]) != os.path.realpath(inductor_graph.__file__):
         return out  # another torch than the one pointed at: say so before compiling anything
     out["unable"] = switched_off(torch)
     if out["unable"] is None:
