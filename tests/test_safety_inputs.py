@@ -514,7 +514,8 @@ def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
     )
     graph.write_bytes(vendor)
     record = _dist_info(torch_dir) / "RECORD"
-    record.write_bytes(pointed(record.read_bytes(), "torch/_inductor/graph.py", vendor))
+    site = str(torch_dir.parent)  # RECORD's rows are relative to it
+    record.write_bytes(pointed(record.read_bytes(), "torch/_inductor/graph.py", vendor, None, None, site))
     before = snapshot(torch_dir.parent)
     for command in ("verify", "apply", "revert", "verify"):
         result = run(command, "--torch-dir", str(torch_dir), "--json")
@@ -544,6 +545,7 @@ def test_revert_leaves_record_true_after_record_changed(
     result = run("revert", "--torch-dir", str(torch_dir))
     assert result.exit_code == 0, result.output
     restored = record.read_bytes()
-    assert names(restored, "torch/_inductor/graph.py", pristine) and not rows(restored, undo_row)
+    site = str(torch_dir.parent)  # RECORD's rows are relative to it
+    assert names(restored, "torch/_inductor/graph.py", pristine, site) and not rows(restored, undo_row, site)
     verify = run("verify", "--torch-dir", str(torch_dir), "--json")
     assert json.loads(verify.stdout)["problems"] == []

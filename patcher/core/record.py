@@ -50,7 +50,7 @@ def _fields(line: bytes) -> list[str]:
         raise damaged(f"it has a malformed row ({exc})") from exc
 
 
-def same(row_path: str, path: str, base: str = "") -> bool:
+def same(row_path: str, path: str, base: str) -> bool:
     """Whether a row's path names `path` (relative to `base`, the directory holding the dist-info):
     joined to `base` unless absolute, then normalised lexically."""
     return bool(row_path) and posixpath.normpath(posixpath.join(base, row_path)) == posixpath.normpath(
@@ -67,7 +67,7 @@ def _ends_a_path(record: bytes, at: int, size: int) -> bool:
     return before in (b"/", b'"', b"\n", b"\r") and after in (b",", b'"', b"\n", b"\r")
 
 
-def rows(record: bytes, path: str, base: str = "") -> list[Row]:
+def rows(record: bytes, path: str, base: str) -> list[Row]:
     """The rows of a RECORD that name `path`, in any form, with byte offsets: the one way this tool
     reads RECORD."""
     key = posixpath.basename(path).encode("utf-8")
@@ -101,7 +101,7 @@ def describes(field: str, data: bytes) -> bool:
     return algorithm in GUARANTEED and field == hash_field(algorithm, data)
 
 
-def fit(record: bytes | None, path: str, data: bytes, base: str = "") -> RowFit:
+def fit(record: bytes | None, path: str, data: bytes, base: str) -> RowFit:
     """How RECORD's row for `path` stands against the file's bytes."""
     if record is None:
         return "absent"
@@ -113,7 +113,7 @@ def fit(record: bytes | None, path: str, data: bytes, base: str = "") -> RowFit:
     return "current" if describes(found[0].hash, data) else "other"
 
 
-def names(record: bytes | None, path: str, data: bytes | None, base: str = "") -> bool:
+def names(record: bytes | None, path: str, data: bytes | None, base: str) -> bool:
     """RECORD's single row for `path` names exactly these bytes (None: no bytes, named by no row)."""
     return data is not None and fit(record, path, data, base) == "current"
 
@@ -124,9 +124,7 @@ def _row(*fields: str) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def pointed(
-    record: bytes, path: str, data: bytes, add: str | None = None, drop: str | None = None, base: str = ""
-) -> bytes:
+def pointed(record: bytes, path: str, data: bytes, add: str | None, drop: str | None, base: str) -> bytes:
     """RECORD with `path`'s row describing `data` (its own path text; same algorithm; no hash stays
     none; an empty size stays empty), `add` listed right after it (no hash, relative: valid wherever
     the tree is moved) unless listed in any form, `drop`'s rows removed in any form."""
@@ -146,7 +144,7 @@ def pointed(
     return out if drop is None else without(out, drop, base)
 
 
-def without(record: bytes, path: str, base: str = "") -> bytes:
+def without(record: bytes, path: str, base: str) -> bytes:
     """RECORD with every row naming `path` removed, wherever it sits, in any form."""
     for row in reversed(rows(record, path, base)):
         record = record[: row.offset] + record[row.offset + len(row.line) :]

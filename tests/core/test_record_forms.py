@@ -51,8 +51,8 @@ def test_same_noop(spelling: str) -> None:
 
 
 def test_same_without_base_matches_only_relative_spellings() -> None:
-    assert record.same(f"./{GRAPH}", GRAPH)
-    assert not record.same(f"{SITE}/{GRAPH}", GRAPH)
+    assert record.same(f"./{GRAPH}", GRAPH, "")
+    assert not record.same(f"{SITE}/{GRAPH}", GRAPH, "")
 
 
 @pytest.mark.parametrize("newline", [b"\n", b"\r\n"], ids=["lf", "crlf"])
@@ -75,7 +75,7 @@ def test_fit_and_names_through_an_absolute_row() -> None:
     data = _record(f"{SITE}/{GRAPH}")
     assert record.fit(data, GRAPH, b"old", SITE) == "current"
     assert record.fit(data, GRAPH, b"new", SITE) == "other"
-    assert record.fit(data, GRAPH, b"old") == "missing"
+    assert record.fit(data, GRAPH, b"old", "") == "missing"
     assert record.names(data, GRAPH, b"old", SITE)
     assert not record.names(data, GRAPH, b"new", SITE)
 
@@ -83,7 +83,7 @@ def test_fit_and_names_through_an_absolute_row() -> None:
 @pytest.mark.parametrize("spelling", [f"{SITE}/{GRAPH}", f"./{GRAPH}", f"../site-packages/{GRAPH}"])
 def test_pointed_keeps_the_rows_form(spelling: str) -> None:
     data = _record(spelling, newline=b"\r\n")
-    new = record.pointed(data, GRAPH, b"newer", add=UNDO, base=SITE)
+    new = record.pointed(data, GRAPH, b"newer", add=UNDO, drop=None, base=SITE)
     lines = new.split(b"\r\n")
     at = lines.index(f"{spelling},{record.hash_field('sha256', b'newer')},5".encode())
     assert lines[at + 1] == f"{UNDO},,".encode()  # the undo row: relative, right after graph.py's
@@ -93,7 +93,7 @@ def test_pointed_keeps_the_rows_form(spelling: str) -> None:
 @pytest.mark.parametrize("spelling", [f"{SITE}/{UNDO}", f"./{UNDO}"])
 def test_pointed_adds_no_undo_row_listed_in_another_form(spelling: str) -> None:
     data = _record(GRAPH, spelling)
-    new = record.pointed(data, GRAPH, b"newer", add=UNDO, base=SITE)
+    new = record.pointed(data, GRAPH, b"newer", add=UNDO, drop=None, base=SITE)
     assert new.count(b"torch_lazylog.json") == 1
 
 
@@ -101,7 +101,7 @@ def test_pointed_adds_no_undo_row_listed_in_another_form(spelling: str) -> None:
 def test_without_removes_every_form(spelling: str) -> None:
     data = _record(GRAPH, spelling)
     assert record.without(data, UNDO, SITE) == _record(GRAPH)
-    assert record.pointed(data, GRAPH, b"old", drop=UNDO, base=SITE) == _record(GRAPH)
+    assert record.pointed(data, GRAPH, b"old", add=None, drop=UNDO, base=SITE) == _record(GRAPH)
 
 
 def test_without_noop_for_another_file() -> None:
@@ -118,5 +118,5 @@ def test_rows_answers_each_record_by_its_own_bytes() -> None:
     assert len(record.rows(first, GRAPH, SITE)) == 1
     second = _record(f"./{GRAPH}", f"{SITE}/{GRAPH}")
     assert [r.path for r in record.rows(second, GRAPH, SITE)] == [f"./{GRAPH}", f"{SITE}/{GRAPH}"]
-    assert [r.path for r in record.rows(second, GRAPH)] == [f"./{GRAPH}"]  # another base: asked anew
+    assert [r.path for r in record.rows(second, GRAPH, "")] == [f"./{GRAPH}"]  # another base: asked anew
     assert [r.path for r in record.rows(first, GRAPH, SITE)] == [GRAPH]
