@@ -139,7 +139,7 @@ def _libcst_rejects(source: bytes) -> bool:
 
 def _check(case: tuple[str, bytes, bytes]) -> None:
     version, original, source = case
-    known, rewritten = classify(source, SPEC, version)
+    known, rewritten = classify(source, SPEC, version, None)
     event(f"outcome: {'patched' if rewritten else 'refused' if known.kind == 'unknown' else known.kind}")
     if rewritten is None:
         assert known.kind in ("unknown", "native", "patched")
@@ -192,7 +192,7 @@ def test_what_libcst_cannot_parse_is_refused_though_it_compiles(before: bytes, a
     assert version == "2.2.0" and source.count(before) == 1
     mutated = source.replace(before, after)
     assert _must_patch(source, mutated) and _libcst_rejects(mutated)
-    known, rewritten = classify(mutated, SPEC, version)
+    known, rewritten = classify(mutated, SPEC, version, None)
     assert rewritten is None and known.kind == "unknown" and "ParserSyntaxError" in known.reason
 
 
@@ -205,6 +205,6 @@ def test_the_fuzzer_reaches_both_outcomes() -> None:
         outside = b"".join([*lines[:5], b"# vendor comment\n", *lines[5:]])
         inside = b"".join([*lines[: site - 2], lines[site - 2] * 2, *lines[site - 2 :]])
         for candidate in (outside, inside):
-            _, rewritten = classify(candidate, SPEC, version)
+            _, rewritten = classify(candidate, SPEC, version, None)
             seen["patched" if rewritten else "refused"] += 1
     assert seen == {"patched": 11, "refused": 11}

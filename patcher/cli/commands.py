@@ -83,7 +83,7 @@ class Given(NamedTuple):
     from_env: Mapping[str, str] = MappingProxyType({})
     extra: dict[str, JsonValue] | None = None
 
-    def next_line(self, step: Next | None, target: Target | None = None) -> str | None:
+    def next_line(self, step: Next | None, target: Target | None) -> str | None:
         """The next step as a command line to run as it is, or, for a reinstall no command can name
         or a person's step, what to do instead. `target`: the torch a reinstall is of, when located."""
         if step is None or isinstance(step, Advice):
@@ -193,7 +193,7 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     return diff + text + "\n", ""
 
 
-def finish(given: Given, report: Report, target: Target | None = None) -> NoReturn:
+def finish(given: Given, report: Report, target: Target | None) -> NoReturn:
     """Print a result or an error the same way: one JSON shape, or the sentence and the next step
     (rendered with the options `given`, for the `target` located). A closed or full stdout is exit 5
     (OUTPUT), never the command's own code."""

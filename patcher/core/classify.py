@@ -107,7 +107,7 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
 
 
 def classify(
-    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None = None
+    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None
 ) -> tuple[Known, Rewritten | None]:
     """What this graph.py is, and the rewrite apply makes of it when it is eager. A known release, or
     bytes this tool wrote (its undo record says so), is settled by hashes alone; anything else takes

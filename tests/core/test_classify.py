@@ -174,7 +174,7 @@ def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> 
     broken = known_of(b"x = (\n", spec, None)
     assert (broken.kind, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
-    assert classify(warned, spec, "9.0.0")[0] == known
+    assert classify(warned, spec, "9.0.0", None)[0] == known
     assert known.cause == "site"
 
 
@@ -182,12 +182,12 @@ def test_a_file_without_the_import_is_unknown_for_that_cause(spec: PatchSpec) ->
     """The cause the command line names a release series for (2.0.x, 2.1.x) reaches the caller."""
     bare = SOURCE.replace(b"from torch._logging import LazyString", b"from torch._logging import other")
     assert bare != SOURCE
-    for known in (known_of(bare, spec, "2.1.2"), classify(bare, spec, "2.1.2")[0]):
+    for known in (known_of(bare, spec, "2.1.2"), classify(bare, spec, "2.1.2", None)[0]):
         assert (known.kind, known.cause) == ("unknown", "import"), known
 
 
 def test_decide_on_each_known_release(spec: PatchSpec) -> None:
-    known, rewritten = classify(SOURCE, spec, "9.0.0+cu128")
+    known, rewritten = classify(SOURCE, spec, "9.0.0+cu128", None)
     assert known == by_hash(SOURCE, spec, "9.0.0") and isinstance(rewritten, Rewritten)
     at, line = world.line_of(SOURCE, EAGER)
     assert rewritten.source == PATCHED
@@ -198,15 +198,15 @@ def test_decide_on_each_known_release(spec: PatchSpec) -> None:
     )
     assert known.release is not None and rewritten.before == ((False, known.release.site, ""))
     for lazy in (PATCHED, NATIVE):
-        assert classify(lazy, spec, "9.0.0") == (by_hash(lazy, spec, "9.0.0"), None)
+        assert classify(lazy, spec, "9.0.0", None) == (by_hash(lazy, spec, "9.0.0"), None)
 
 
 def test_decide_on_a_vendor_build(spec: PatchSpec) -> None:
-    known, rewritten = classify(VENDOR, spec, "9.0.0+git8514f05")
+    known, rewritten = classify(VENDOR, spec, "9.0.0+git8514f05", None)
     assert known == known_of(VENDOR, spec, "9.0.0") and known.kind == "eager"
     assert isinstance(rewritten, Rewritten) and rewritten.source == VENDOR.replace(EAGER, LAZY)
     lazy = VENDOR.replace(EAGER, LAZY)
-    assert classify(lazy, spec, "9.0.0") == (known_of(lazy, spec, "9.0.0"), None)
+    assert classify(lazy, spec, "9.0.0", None) == (known_of(lazy, spec, "9.0.0"), None)
 
 
 def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: PatchSpec) -> None:
@@ -214,7 +214,7 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     wrong = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
     )
-    assert classify(SOURCE, wrong, "9.0.0") == (
+    assert classify(SOURCE, wrong, "9.0.0", None) == (
         Known("unknown", None, None, "patching it does not give the known patched bytes of torch 9.0.0"),
         None,
     )
@@ -222,12 +222,12 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(doubled)), *spec.releases.rows[1:]))
     )
-    assert classify(doubled, table, "9.0.0")[0].kind == "unknown"
+    assert classify(doubled, table, "9.0.0", None)[0].kind == "unknown"
     already = SOURCE + b"# " + LAZY + b"\n"  # the lazy text there already
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(already)), *spec.releases.rows[1:]))
     )
-    assert classify(already, table, "9.0.0")[1] is None
+    assert classify(already, table, "9.0.0", None)[1] is None
 
 
 def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
@@ -244,7 +244,7 @@ def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
     assert site.diff.startswith(
         "The branch differs from the nearest release, 9.0.0:\n--- torch 9.0.0 (nearest release)\n"
     )
-    refused, _ = classify(b"def f(:\n", spec, "9.0.0")  # refused with no branch: no diff
+    refused, _ = classify(b"def f(:\n", spec, "9.0.0", None)  # refused with no branch: no diff
     assert refused._replace(reason="") == Known("unknown", None, None, "", "")
 
 
@@ -258,14 +258,14 @@ def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None
     for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
         known = known_of(VENDOR, three, version)
         assert known.release is not None and known.release.version == version.split("+")[0]
-        decided, rewritten = classify(VENDOR, three, version)
+        decided, rewritten = classify(VENDOR, three, version, None)
         assert decided == known and rewritten is not None
-        exact, _ = classify(SOURCE, three, version)
+        exact, _ = classify(SOURCE, three, version, None)
         assert exact.release is not None and exact.release.version == version.split("+")[0]
 
 
 def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
-    known, rewritten = classify(RECODED, spec, "9.0.0")
+    known, rewritten = classify(RECODED, spec, "9.0.0", None)
     assert (known.kind, rewritten) == ("unknown", None)
     assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
 

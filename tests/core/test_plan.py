@@ -66,7 +66,7 @@ def undo_of(
 
 
 def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None = None) -> plan.Plan:
-    known, rewritten = classify(snap.graph, spec, "9.0.0+cu128")
+    known, rewritten = classify(snap.graph, spec, "9.0.0+cu128", snap.undo)
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     does = state.TABLES[command][reading.state]
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)

@@ -22,7 +22,7 @@ ALL_STATES = typing.get_args(state.State)
 @pytest.mark.parametrize(("name", "index"), world.CASES, ids=[f"{n}-{i}" for n, i in world.CASES])
 def test_each_state_is_named_from_the_bytes(spec: PatchSpec, name: str, index: int) -> None:
     snap = world.states()[name][index]
-    known, _ = classify(snap.graph, spec, "9.0.0")
+    known, _ = classify(snap.graph, spec, "9.0.0", snap.undo)
     assert facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
 
 
