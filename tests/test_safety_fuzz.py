@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import itertools
 import warnings
 
 import libcst as cst
@@ -74,14 +75,24 @@ def _compiles(source: bytes) -> bool:
 
 
 def _one_replacement(source: bytes, result: bytes) -> bool:
-    """The oracle, from bytes alone: `result` is `source` with one EAGER replaced by LAZY, nothing else."""
-    if len(result) != len(source) + len(LAZY) - len(EAGER):
+    """The oracle, apart from the tool (ast, not libcst): `result` is `source` with one call that Python
+    reads as EAGER replaced by LAZY, nothing else. Any spelling of that call counts: the long run found
+    `error.operator_str (target, args, kwargs)` (a space inserted) on 2.2.0, which the tool patches,
+    as it should, since it matches the site by its code, formatting aside; an oracle that looked for
+    EAGER's bytes alone called that patch a change of more than the one argument."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree, eager = ast.parse(source), ast.dump(ast.parse(EAGER, mode="eval").body)
+    except (SyntaxError, ValueError):
         return False
-    at = 0
-    while (at := source.find(EAGER, at)) != -1:
-        if result == source[:at] + LAZY + source[at + len(EAGER) :]:
-            return True
-        at += 1
+    starts = [0, *itertools.accumulate(len(line) for line in source.splitlines(keepends=True))]
+    for call in ast.walk(tree):  # offsets: the line's start, then UTF-8 bytes into the line
+        if isinstance(call, ast.Call) and ast.dump(call) == eager and call.end_lineno is not None:
+            start = starts[call.lineno - 1] + call.col_offset
+            end = starts[call.end_lineno - 1] + (call.end_col_offset or 0)
+            if result == source[:start] + LAZY + source[end:]:
+                return True
     return False
 
 
