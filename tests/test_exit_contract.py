@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from patcher.core.errors import ExitCode
-from tests import faults
+from tests import faults, realdata
+from tests.conftest import need
 from tests.helpers import tool
 
 EAGER = b"error.operator_str(target, args, kwargs),"
@@ -121,24 +122,33 @@ def test_a_full_stdout_is_exit_5_after_the_work_is_done(
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        pytest.param("verify", ExitCode.EAGER, id="verify-eager"),
-        pytest.param("verify --json", ExitCode.EAGER, id="verify-json"),
-        pytest.param("apply --dry-run", ExitCode.OK, id="apply-dry-run"),
-        pytest.param("revert", ExitCode.OK, id="revert"),
+        pytest.param("verify --torch-dir {torch}", ExitCode.EAGER, id="verify-eager"),
+        pytest.param("verify --json --torch-dir {torch}", ExitCode.EAGER, id="verify-json"),
+        pytest.param("apply --dry-run --torch-dir {torch}", ExitCode.OK, id="apply-dry-run"),
+        pytest.param("revert --torch-dir {torch}", ExitCode.OK, id="revert"),
         pytest.param(
-            "apply --json --python /nonexistent/python", ExitCode.ENVIRONMENT, id="apply-json-error"
+            "apply --json --python /nonexistent/python --torch-dir {torch}",
+            ExitCode.ENVIRONMENT,
+            id="apply-json-error",
         ),
+        pytest.param("fingerprint {wheel}", ExitCode.OK, id="fingerprint-table"),
+        pytest.param("fingerprint --markdown {wheel}", ExitCode.OK, id="fingerprint-markdown"),
+        pytest.param("fingerprint --json {wheel}", ExitCode.OK, id="fingerprint-json"),
+        pytest.param("fingerprint --check {wheel}", ExitCode.DIFFERS, id="fingerprint-check-differs"),
     ],
 )
 def test_a_lost_result_is_one_sentence_on_stderr_for_every_command(
     args: str, code: int, stdout: str, release: Callable[[str], Path]
 ) -> None:
-    """Whatever the result (eager, lazy, an error in JSON), a stdout that is closed or full is exit 5
-    and one sentence on stderr that names the code it stands in for."""
+    """Whatever the result (eager, lazy, an error in JSON, fingerprint's table), a stdout that is
+    closed or full is exit 5 and one sentence on stderr that names the code it stands in for."""
     import shlex
 
-    torch_dir = release("2.10.0")
-    command = f"{shlex.quote(sys.executable)} -m patcher {args} --torch-dir {shlex.quote(str(torch_dir))}"
+    if "{torch}" in args:
+        args = args.format(torch=shlex.quote(str(release("2.10.0"))))
+    else:  # one release's wheel: its table differs from the shipped one, which lists every release
+        args = args.format(wheel=shlex.quote(str(need(lambda: realdata.wheel("2.10.0")))))
+    command = f"{shlex.quote(sys.executable)} -m patcher {args}"
     done = subprocess.run(["bash", "-c", f"{command} {stdout}"], capture_output=True, text=True)
     assert done.returncode == ExitCode.OUTPUT, done.stderr
     lines = done.stderr.splitlines()

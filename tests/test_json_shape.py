@@ -107,7 +107,7 @@ def test_every_exit_path_prints_the_documented_shape(
     if command != "fingerprint" and report["state"] == "unknown" and code == 3:
         # a release's graph.py changed by hand: what restores it, and every release the tool knows
         assert str(report["next"]).startswith("reinstall torch"), report
-        assert isinstance(report["support"], dict) and "2.10.0" in report["support"]["patched"]
+        assert isinstance(report["support"], dict) and "2.10.0" in report["support"]["eager"]
     else:
         assert report["support"] is None
     if code == 0:

@@ -134,7 +134,7 @@ def test_a_changed_log_text_is_refused_with_the_diff_of_its_branch(
     report = json.loads(result.stdout)
     assert result.exit_code == 3, report
     assert report["next"].startswith("reinstall torch"), report  # what restores a release's file
-    diff = report["diff"]
+    diff = report["nearest_diff"]
     assert diff.startswith("The branch differs from the nearest release, 2.10.0:"), diff
     changed = [line[0] + line[1:].strip() for line in diff.splitlines()[3:] if line[:1] in "+-"]
     assert changed == ['-"Creating implicit fallback for:\\n%s",', '+"Creating fallback for:\\n%s",'], diff
@@ -246,7 +246,7 @@ def test_a_refusal_is_one_line_and_its_advice_and_the_list_is_in_verbose_and_jso
     assert "refuses 2.1.x (" in releases and " and 2.0.x (" in releases
     report = json.loads(run(command, "--json", "--torch-dir", str(torch_dir)).stdout)
     support = report["support"]
-    assert support["patched"] + support["native"] == realdata.ALL_RELEASES, support
+    assert support["eager"] + support["native"] == realdata.ALL_RELEASES, support
     assert set(support["refused"]) == {"2.0.x", "2.1.x"}
     assert (
         report["next"] == lines[1].split(": ", 1)[1]

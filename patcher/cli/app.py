@@ -221,11 +221,7 @@ def fingerprint(
     def work() -> Report:
         from patcher.install import fingerprint as fp  # libcst: its absence is one sentence, exit 4
 
-        report = fp.command(list(wheels), output, check, markdown)
-        if report.diff is not None and not as_json:
-            click.echo(report.diff, nl=False)
-            sys.exit(0)
-        return report
+        return fp.command(list(wheels), output, check, markdown)
 
     commands.run(commands.Given("fingerprint", as_json), work)
 

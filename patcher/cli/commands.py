@@ -159,7 +159,7 @@ def failed(
         torch_dir=str(target.torch_dir) if target else None,
         graph_py=str(target.graph) if target else None,
         undo_record=str(target.undo_path) if target else None,
-        diff=error.diff,
+        nearest_diff=error.nearest_diff,
         support=error.support,
     )
     finish(given, report, target)
@@ -187,10 +187,12 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
         text += f"\n{only}: {next}"
-    diff = report.diff or ""
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
-        return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
-    return diff + text + "\n", ""
+        nearest = report.nearest_diff
+        return "", f"torch-lazylog: error: {text}\n" + (nearest + "\n" if nearest else "")
+    if report.table is not None:  # fingerprint's table alone, to redirect into a file
+        return report.table, ""
+    return (report.diff or "") + text + "\n", ""
 
 
 def finish(given: Given, report: Report, target: Target | None) -> NoReturn:

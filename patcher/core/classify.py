@@ -23,7 +23,7 @@ class Known(NamedTuple):
     release: Release | None
     match: Match | None
     reason: str = ""
-    diff: str = ""
+    nearest_diff: str = ""  # an unknown file: its branch against the nearest release's
     cause: Cause = "site"  # for an unknown file: why (patcher.core.outcome)
 
 

@@ -43,7 +43,7 @@ class LazylogError(Exception):
     (`Pass`, `LeaveOut`), so that it names the option's environment variable when the value came from
     there. `next` is the one next step (see `Next`). The facts are typed and given when it is made:
     the state found, the dependency that is not installed (`missing`), and for a refusal the branch's
-    diff against the nearest release and the releases this tool knows (`support`), said in full only
+    diff against the nearest release (`nearest_diff`) and the releases this tool knows (`support`), said in full only
     with --verbose and in JSON. Which torch it is about is the command line's to add: it located it.
     """
 
@@ -53,7 +53,7 @@ class LazylogError(Exception):
     next: Next | None = None
     hint: Hint | None = None
     missing: Missing | None = None
-    diff: str | None = None
+    nearest_diff: str | None = None
     support: Support | None = None
 
     def __str__(self) -> str:

@@ -24,11 +24,13 @@ class Report(NamedTuple):
     release: str | None = None
     match: str | None = None
     undo_record: str | None = None
-    diff: str | None = None
+    diff: str | None = None  # apply: graph.py's unified diff, made or (a dry run) to make
     problems: tuple[str, ...] = ()
     pycs: tuple[dict[str, JsonValue], ...] = ()
     checks: tuple[dict[str, JsonValue], ...] = ()
     support: Support | None = None  # a refusal of an unknown graph.py: every release
+    nearest_diff: str | None = None  # a refusal: the branch's diff against the nearest release's
+    table: str | None = None  # fingerprint: the releases table (or the docs' table) it made
 
     def to_json(self, next: str | None) -> dict[str, JsonValue]:
         """`next`: the next step as rendered for the options the user gave."""
@@ -48,13 +50,15 @@ class Report(NamedTuple):
             "match": self.match,
             "undo_record": self.undo_record,
             "diff": self.diff,
+            "nearest_diff": self.nearest_diff,
             "problems": list(self.problems),
             "pycs": list(self.pycs),
             "checks": list(self.checks),
             "support": None if self.support is None else _support(self.support),
+            "table": self.table,
         }
 
 
 def _support(support: Support) -> dict[str, JsonValue]:
     refused: dict[str, JsonValue] = {series: why for series, why in support.refused}
-    return {"patched": list(support.eager), "native": list(support.native), "refused": refused}
+    return {"eager": list(support.eager), "native": list(support.native), "refused": refused}

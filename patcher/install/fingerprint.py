@@ -92,8 +92,8 @@ def releases_table(releases: Releases) -> str:
 
 
 def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool) -> Report:
-    """The `fingerprint` command: its report, whose `diff` is the table to print when neither --check
-    nor --output was given (as text; with --json, in the JSON)."""
+    """The `fingerprint` command: its report, whose `table` is the table made when neither --check
+    nor --output was given (printed alone as text; with --json, in the JSON)."""
     from patcher.install import definitions, fsio
 
     patch = definitions.load()
@@ -113,4 +113,4 @@ def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool
         shown = releases_table(releases) if markdown else text
         versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
         message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
-    return Report("fingerprint", "unknown", changed, message, code, diff=shown)
+    return Report("fingerprint", "unknown", changed, message, code, table=shown)

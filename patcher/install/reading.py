@@ -67,7 +67,12 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
     else:
         message, next = messages.changed_site(*where, known.reason), "reinstall"
     return LazylogError(
-        ExitCode.REFUSED, message, reading.state, next, diff=known.diff or None, support=support
+        ExitCode.REFUSED,
+        message,
+        reading.state,
+        next,
+        nearest_diff=known.nearest_diff or None,
+        support=support,
     )
 
 

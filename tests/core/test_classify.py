@@ -61,7 +61,7 @@ def test_release_matching_with_local_version_suffixes(
     assert hit is not None and hit.release is not None
     assert (hit.kind, hit.release.version, hit.match) == ("eager", nearest, "exact")
     known = known_of(SOURCE, three, version)
-    assert known.release == hit.release and known.reason == "" and known.diff == ""
+    assert known.release == hit.release and known.reason == "" and known.nearest_diff == ""
 
 
 def test_by_hash(spec: PatchSpec) -> None:
@@ -94,7 +94,7 @@ def test_classify_by_site(
 ) -> None:
     known = known_of(source, spec, version)
     assert known.release is not None
-    assert (known.kind, known.release.version, known.match, known.reason, known.diff) == (
+    assert (known.kind, known.release.version, known.match, known.reason, known.nearest_diff) == (
         state,
         release,
         "site",
@@ -138,7 +138,7 @@ def test_an_unknown_branch_is_shown_against_the_nearest_release(
     known = known_of(source, spec, version)
     assert (known.kind, known.release, known.match) == ("unknown", None, None)
     assert known.reason == "its implicit-fallback branch matches no known release"
-    assert known.diff == DIFF.format(v=nearest, installed=installed)
+    assert known.nearest_diff == DIFF.format(v=nearest, installed=installed)
 
 
 def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpec) -> None:
@@ -148,7 +148,7 @@ def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpe
     known = known_of(
         RECODED.replace(b"                log.info(", extra + b"                log.info("), table, "9.2.0"
     )
-    shown = known.diff.splitlines()
+    shown = known.nearest_diff.splitlines()
     assert shown[0] == "The branch differs from the nearest release, 9.2.0:"  # same version, equally similar
     assert len(shown) == 1 + 24 + 1 and shown[-1] == "..."
     near = known_of(
@@ -156,23 +156,25 @@ def test_the_most_similar_branch_is_chosen_and_a_long_diff_is_cut(spec: PatchSpe
         table,
         "9.2.0",
     )
-    assert near.diff.splitlines()[0] == "The branch differs from the nearest release, 9.0.0:"  # more similar
-    assert "..." not in near.diff.splitlines()
+    assert (
+        near.nearest_diff.splitlines()[0] == "The branch differs from the nearest release, 9.0.0:"
+    )  # more similar
+    assert "..." not in near.nearest_diff.splitlines()
 
 
 def test_no_diff_without_site_code(spec: PatchSpec) -> None:
     bare = spec._replace(releases=spec.releases._replace(site_code={}))
     known = known_of(RECODED, bare, "9.0.0")
-    assert (known.kind, known.diff) == ("unknown", "")
+    assert (known.kind, known.nearest_diff) == ("unknown", "")
 
 
 def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> None:
     warned = SOURCE.replace(b"log.info(", b"log.warning(")
     known = known_of(warned, spec, "9.0.0")
     assert known.kind == "unknown" and known.reason.startswith("the log call differs from the known one")
-    assert known.diff.splitlines()[5:7] == ["-    log.info(", "+    log.warning("]
+    assert known.nearest_diff.splitlines()[5:7] == ["-    log.info(", "+    log.warning("]
     broken = known_of(b"x = (\n", spec, None)
-    assert (broken.kind, broken.release, broken.match, broken.diff) == ("unknown", None, None, "")
+    assert (broken.kind, broken.release, broken.match, broken.nearest_diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
     assert classify(warned, spec, "9.0.0", None)[0] == known
     assert known.cause == "site"
@@ -241,7 +243,7 @@ def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
         None,
         "its implicit-fallback branch matches no known release",
     )
-    assert site.diff.startswith(
+    assert site.nearest_diff.startswith(
         "The branch differs from the nearest release, 9.0.0:\n--- torch 9.0.0 (nearest release)\n"
     )
     refused, _ = classify(b"def f(:\n", spec, "9.0.0", None)  # refused with no branch: no diff
@@ -267,12 +269,12 @@ def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None
 def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
     known, rewritten = classify(RECODED, spec, "9.0.0", None)
     assert (known.kind, rewritten) == ("unknown", None)
-    assert known.diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
+    assert known.nearest_diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
 
 
 def test_a_refused_branch_is_shown_in_its_own_form(spec: PatchSpec) -> None:
     warned = SOURCE.replace(b"log.info(", b"log.warning(")
-    assert known_of(warned, spec, "9.0.0+cu128").diff == (
+    assert known_of(warned, spec, "9.0.0+cu128").nearest_diff == (
         "The branch differs from the nearest release, 9.0.0:\n"
         "--- torch 9.0.0 (nearest release)\n"
         "+++ installed torch 9.0.0+cu128\n"
@@ -288,7 +290,7 @@ def test_a_refused_lazy_branch_is_shown_against_the_lazy_one(spec: PatchSpec) ->
     """A lazy file whose log call changed is diffed against the lazy branches, its own version's patched
     one first (9.1.0 ships the same branch natively): only the call differs."""
     warned = PATCHED.replace(b"log.info(", b"log.warning(")
-    shown = known_of(warned, spec, "9.0.0+cu128").diff.splitlines()
+    shown = known_of(warned, spec, "9.0.0+cu128").nearest_diff.splitlines()
     assert shown[0] == "The branch differs from the nearest release, 9.0.0:"
     assert [line for line in shown if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "-    log.info(",
@@ -302,7 +304,7 @@ def test_between_equally_similar_branches_the_installed_version_wins(spec: Patch
 
     table = spec._replace(releases=build_releases([("9.0.0", branch(b"2")), ("9.2.0", branch(b"3"))], spec))
     for version in ("9.0.0", "9.2.0"):
-        shown = known_of(branch(b"1"), table, version).diff.splitlines()[0]
+        shown = known_of(branch(b"1"), table, version).nearest_diff.splitlines()[0]
         assert shown == f"The branch differs from the nearest release, {version}:"
 
 
@@ -310,7 +312,7 @@ def test_between_equally_similar_branches_the_installed_version_wins(spec: Patch
 def test_a_diff_is_cut_after_24_lines(spec: PatchSpec, added: int, lines: int, cut: bool) -> None:
     extra = b"".join(b"                x%d = 1\n" % i for i in range(added))
     source = SOURCE.replace(b"                log.info(", extra + b"                log.info(")
-    shown = known_of(source, spec, "9.0.0").diff.splitlines()
+    shown = known_of(source, spec, "9.0.0").nearest_diff.splitlines()
     assert len(shown) == lines and (shown[-1] == "...") == cut
 
 
