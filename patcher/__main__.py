@@ -1,4 +1,4 @@
-from patcher.cli import main
+from patcher.cli.entry import main
 
 if __name__ == "__main__":
     main()

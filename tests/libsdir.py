@@ -8,7 +8,7 @@ import platform
 import shutil
 from pathlib import Path
 
-from patcher.cli.zipmain import LIBS_NAME
+from patcher.cli.singlefile import LIBS_NAME
 from tests import realdata
 
 

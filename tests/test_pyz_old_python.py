@@ -16,9 +16,10 @@ import pytest
 
 from patcher import pyz
 from patcher.cli import zipmain
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from tests import bullseye
 from tests.conftest import need
+from tests.helpers import readme_json_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,6 +82,10 @@ def test_the_sentence_names_the_torch_and_its_way_patches_it(
     assert done.returncode == 4 and done.stderr == "", done.stderr
     report = json.loads(done.stdout)
     assert (report["command"], report["exit_code"], report["changed"]) == ("apply", 4, False)
+    assert list(report) == readme_json_fields()  # the shape every entry prints, null where not known
+    assert [name for name, value in report.items() if value not in (None, [])] == [
+        "command", "state", "changed", "exit_code", "message"
+    ]  # fmt: skip
     way = f"apply --torch-dir /{(site / 'torch').relative_to(chroot)}`"
     assert way in report["message"], report["message"]
     assert sorted((p.relative_to(site), p.read_bytes()) for p in site.rglob("*") if p.is_file()) == before

@@ -13,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from patcher.cli import commands, zipmain
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.cli import commands, singlefile, zipmain
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Report
+from tests.helpers import readme_json_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,8 +36,10 @@ def test_the_main_module_is_plain_python_3_6_syntax() -> None:
 
 
 def test_the_package_it_imports_first_is_plain_python_3_6_syntax_too() -> None:
-    """The too-old sentence names the command through patcher.cli: its package modules parse on 3.6."""
-    for init in (ROOT / "patcher" / "__init__.py", ROOT / "patcher" / "cli" / "__init__.py"):
+    """The too-old sentence names the command (patcher.cli.argv) and fills the JSON fields
+    (patcher.core.fields): every module it imports parses on 3.6."""
+    first = ("__init__.py", "cli/__init__.py", "cli/entry.py", "cli/argv.py", "cli/singlefile.py")
+    for init in [ROOT / "patcher" / name for name in (*first, "core/__init__.py", "core/fields.py")]:
         tree = ast.parse(init.read_text(), feature_version=(3, 6))
         assert not [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
 
@@ -57,7 +62,10 @@ def test_an_older_python_gets_one_sentence_and_exit_4(
     assert "but this is Python 3.9.2 (" in text and f"apply --torch-dir {tmp_path / 'torch'}`" in text
     assert "to run /mnt/torch-lazylog, " in text and "`python3.10 /mnt/torch-lazylog apply" in text
     if as_json:
-        assert (json.loads(out)["command"], json.loads(out)["exit_code"], err) == ("apply", 4, "")
+        report = json.loads(out)
+        assert (report["command"], report["exit_code"], report["state"], err) == ("apply", 4, "unknown", "")
+        assert list(report) == readme_json_fields()  # the one shape, null where nothing is known
+        assert report == Report("apply", "unknown", False, report["message"], ExitCode(4)).to_json(None)
     else:
         assert (
             out == ""
@@ -77,27 +85,27 @@ def test_without_a_torch_the_sentence_names_the_directory_to_give(monkeypatch: p
 
 
 def test_the_libcst_directory_is_beside_the_file_or_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
-    assert zipmain.libs_dir("/mnt/x/torch-lazylog.pyz") == "/mnt/x/torch-lazylog-libs"
-    monkeypatch.setenv(zipmain.LIBS_VARIABLE, "/opt/libs")
-    assert zipmain.libs_dir("/mnt/x/torch-lazylog.pyz") == "/opt/libs"
-    assert not zipmain.in_zip()  # this checkout's modules are files
+    monkeypatch.delenv(singlefile.LIBS_VARIABLE, raising=False)
+    assert singlefile.libs_dir("/mnt/x/torch-lazylog.pyz") == "/mnt/x/torch-lazylog-libs"
+    monkeypatch.setenv(singlefile.LIBS_VARIABLE, "/opt/libs")
+    assert singlefile.libs_dir("/mnt/x/torch-lazylog.pyz") == "/opt/libs"
+    assert not singlefile.in_zip()  # this checkout's modules are files
 
 
 def test_in_the_libcst_directory_this_pythons_own_is_taken_when_there_is_one(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The tool image carries one libcst a Python (torch-lazylog-libs/3.12): the running one's is used."""
-    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
-    libs = tmp_path / zipmain.LIBS_NAME
+    monkeypatch.delenv(singlefile.LIBS_VARIABLE, raising=False)
+    libs = tmp_path / singlefile.LIBS_NAME
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     other = f"{sys.version_info.major}.{sys.version_info.minor + 1}"
     (libs / other).mkdir(parents=True)
-    assert zipmain.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs)  # no dir of its own: the whole
+    assert singlefile.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs)  # no dir of its own: the whole
     (libs / minor).mkdir()
-    assert zipmain.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs / minor)
-    monkeypatch.setenv(zipmain.LIBS_VARIABLE, str(libs))
-    assert zipmain.libs_dir("/elsewhere/torch-lazylog") == str(libs / minor)
+    assert singlefile.libs_dir(str(tmp_path / "torch-lazylog")) == str(libs / minor)
+    monkeypatch.setenv(singlefile.LIBS_VARIABLE, str(libs))
+    assert singlefile.libs_dir("/elsewhere/torch-lazylog") == str(libs / minor)
 
 
 def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
@@ -107,12 +115,12 @@ def test_main_puts_an_existing_directory_last_on_the_path_and_hands_over(
     monkeypatch.setattr("patcher.cli.app.main", lambda: called.append(list(sys.path)))
     monkeypatch.setattr(sys, "path", list(sys.path))
     monkeypatch.setattr(sys, "argv", [str(tmp_path / "torch-lazylog.pyz"), "verify"])
-    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
+    monkeypatch.delenv(singlefile.LIBS_VARIABLE, raising=False)
     zipmain.main()
-    assert called and str(tmp_path / zipmain.LIBS_NAME) not in called[0]
-    (tmp_path / zipmain.LIBS_NAME).mkdir()
+    assert called and str(tmp_path / singlefile.LIBS_NAME) not in called[0]
+    (tmp_path / singlefile.LIBS_NAME).mkdir()
     zipmain.main()
-    assert called[1][-1] == str(tmp_path / zipmain.LIBS_NAME) and called[1][:-1] == called[0]
+    assert called[1][-1] == str(tmp_path / singlefile.LIBS_NAME) and called[1][:-1] == called[0]
 
 
 def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,14 +128,14 @@ def test_in_the_zip_a_missing_libcst_names_the_directory(monkeypatch: pytest.Mon
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setitem(sys.modules, "libcst", None)
     monkeypatch.setattr(sys, "argv", ["/mnt/torch-lazylog/torch-lazylog.pyz", "apply"])
-    monkeypatch.delenv(zipmain.LIBS_VARIABLE, raising=False)
+    monkeypatch.delenv(singlefile.LIBS_VARIABLE, raising=False)
     with pytest.raises(LazylogError) as raised:
         importlib.import_module("patcher.core.transform")
     assert raised.value.code == ExitCode.ENVIRONMENT
     assert raised.value.missing is not None and raised.value.missing.module == "libcst"
     # installed, the sentence is the wheel's; from the zip, the command line names the directory to mount
     assert "install the torch-lazylog wheel" in raised.value.text(commands._single_file())
-    monkeypatch.setattr(zipmain, "in_zip", lambda: True)
+    monkeypatch.setattr(singlefile, "in_zip", lambda: True)
     said = raised.value.text(commands._single_file())
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert f"found none for this Python ({minor} on " in said

@@ -2,11 +2,10 @@
 
 It must parse and run on a Python older than the tool supports (Debian bullseye's 3.9, images on
 torch 2.4 to 2.8 have it): no syntax and no import of 3.10 here, so such a Python gets one sentence and
-exit 4 instead of a traceback from the first module that uses 3.10. On 3.10+ it puts the directory of
-libcst built for this Python (`pip install --target`) on the path when there is one, then hands over to
-the command line (patcher.cli.main: click's, or a sentence where click is missing). libcst's parser is
-native code and cannot load from inside a zip: that directory is how the single file reads a graph.py
-that is not a known release's bytes (and what the command line's errors name: patcher.cli.commands).
+exit 4 instead of a traceback from the first module that uses 3.10 (with --json, the one JSON shape
+every command prints, null where nothing is known). On 3.10+ it puts the directory of libcst built
+for this Python on the path when there is one (patcher.cli.singlefile), then hands over to the command
+line (patcher.cli.entry: click's, or a sentence where click is missing).
 """
 
 import json
@@ -14,21 +13,6 @@ import os
 import sys
 
 ENVIRONMENT = 4  # patcher.core.errors.ExitCode.ENVIRONMENT, which this module may not import
-LIBS_VARIABLE = "TORCH_LAZYLOG_LIBS"
-LIBS_NAME = "torch-lazylog-libs"  # a directory beside the .pyz, found without any option
-
-
-def libs_dir(archive: str) -> str:
-    """The libcst directory: $TORCH_LAZYLOG_LIBS, else torch-lazylog-libs beside the file; in it, the
-    subdirectory named after this Python (`3.12`) when there is one, as the tool image has one a Python."""
-    libs = os.environ.get(LIBS_VARIABLE) or os.path.join(os.path.dirname(os.path.abspath(archive)), LIBS_NAME)
-    own = os.path.join(libs, f"{sys.version_info[0]}.{sys.version_info[1]}")
-    return own if os.path.isdir(own) else libs
-
-
-def in_zip() -> bool:
-    """Whether this package runs from the single file (its modules are no files of their own)."""
-    return not os.path.isfile(__file__)
 
 
 def too_old(version: str, executable: str, torch_dir: str, file: str) -> str:
@@ -58,16 +42,13 @@ def _refuse_old() -> None:
     version = ".".join(str(part) for part in sys.version_info[:3])
     text = too_old(version, sys.executable, _torch_dir(), sys.argv[0] or "torch-lazylog.pyz")
     if "--json" in sys.argv[1:]:
-        from patcher.cli import command_word
+        from patcher.cli.argv import command_word
+        from patcher.core.fields import unread
 
-        report = {
-            "command": command_word(sys.argv[1:]),
-            "state": "unknown",
-            "changed": False,
-            "exit_code": ENVIRONMENT,
-            "message": text,
-            "next": None,
-        }
+        command = command_word(sys.argv[1:])
+        report = unread(command, ENVIRONMENT, text)
+        if command == "diagnose":
+            report["processes"] = []  # its own field, after the shared ones, as patcher.cli.app adds it
         sys.stdout.write(json.dumps(report, indent=2) + "\n")
     else:
         sys.stderr.write(f"torch-lazylog: error: {text}\n")
@@ -77,10 +58,12 @@ def _refuse_old() -> None:
 def main() -> None:
     if sys.version_info < (3, 10):  # noqa: UP036 -- the one place that runs on an older Python
         _refuse_old()
+    from patcher.cli.singlefile import libs_dir
+
     libs = libs_dir(sys.argv[0])
     if os.path.isdir(libs):
         sys.path.append(libs)  # last: the zip's own modules and the image's packages come first
-    from patcher.cli import main as cli
+    from patcher.cli.entry import main as cli
 
     cli()
 
