@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from tests import faults, realdata
 from tests.conftest import need
 from tests.helpers import tool

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import patcher
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from tests import realdata
 from tests.conftest import need, snapshot
 from tests.helpers import checkout_copy, readme_snippet

@@ -14,7 +14,8 @@ import pytest
 
 from patcher.cli import zipmain
 from patcher.core import spec
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.install import interpreter
 
 ROOT = Path(__file__).resolve().parent.parent

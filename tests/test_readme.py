@@ -7,7 +7,7 @@ import typing
 from pathlib import Path
 
 from patcher.core import state
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.core.messages import DESCRIPTION
 from tests.docs import ROOT, block, pages
 from tests.helpers import BYTECODE_CASES, FUZZ_CASES, FUZZ_LONG_CASES, crash_points

@@ -60,8 +60,13 @@ def test_read_only_parts_are_an_environment_error(
     before = snapshot(site)
     result = run("apply", "--torch-dir", str(torch_dir), "--json")
     assert result.exit_code == 4, result.output
-    assert "read-only" in json.loads(result.stdout)["message"]
+    report = json.loads(result.stdout)
+    assert "read-only" in report["message"]
     assert snapshot(site) == before
+    # the error comes after the read, and keeps what was read: the state, the hash, the release
+    graph = torch_dir / "_inductor" / "graph.py"
+    found = (report["state"], report["sha256"], report["release"], report["match"], report["changed"])
+    assert found == ("pristine", sha256(graph.read_bytes()), "2.10.0", "exact", False), report
 
 
 @pytest.mark.parametrize("point", ["write:torch_lazylog.json", "write:graph.py", "fsync:RECORD"])
@@ -442,6 +447,8 @@ def test_a_read_only_filesystem_is_named_as_such(release: Callable[[str], Path],
         report = json.loads(result_json.stdout)
         assert result_json.returncode == 4 and "read-only filesystem" in report["message"], report
         assert "mode" not in report["message"]
+        graph = (torch_dir / "_inductor" / "graph.py").read_bytes()
+        assert (report["state"], report["sha256"], report["release"]) == ("pristine", sha256(graph), "2.10.0")
     finally:
         subprocess.run(["umount", str(mount)], check=False)
 

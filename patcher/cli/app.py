@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, TypeVar
 import click
 
 from patcher import __version__
-from patcher.cli import command_word, commands
-from patcher.core.errors import EXIT_CODE_HELP, ExitCode, Interrupted, LazylogError
+from patcher.cli import commands
+from patcher.cli.argv import command_word
+from patcher.core.errors import Interrupted, LazylogError
+from patcher.core.exitcodes import EXIT_CODE_HELP, ExitCode
 
 EPILOG = "\b\n" + EXIT_CODE_HELP  # \b: click prints the block as written, unwrapped
 

@@ -15,17 +15,9 @@ from shlex import quote
 from types import MappingProxyType
 from typing import TYPE_CHECKING, NamedTuple, NoReturn, TextIO
 
-from patcher.core.errors import (
-    Advice,
-    ExitCode,
-    Install,
-    Interrupted,
-    LazylogError,
-    Next,
-    Option,
-    SingleFile,
-    Variable,
-)
+from patcher.core.errors import Install, Interrupted, LazylogError, Option, SingleFile, Variable
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice, Next
 
 if TYPE_CHECKING:
     from patcher.core.installed import Target
@@ -144,21 +136,25 @@ def run(given: Given, work: Callable[[], Report], located: list[Target] | None =
 def failed(
     given: Given, error: LazylogError, target: Target | None = None, variables: tuple[Variable, ...] = ()
 ) -> NoReturn:
-    """Print an error as every result is printed, about the `target` located, if any; `variables`:
-    the options whose value came from their environment variable, which the sentence names."""
+    """Print an error as every result is printed: with what was read before it (the error's `found`,
+    built as a success's report is), else about the `target` located, if any; `variables`: the
+    options whose value came from their environment variable, which the sentence names."""
     from patcher.core.report import Report
 
-    report = Report(
-        given.command,
-        error.state,
-        False,
-        error.text(_single_file(), given.verbose, variables),
-        error.code,
-        error.next,
-        torch_version=target.torch_version if target else None,
-        torch_dir=str(target.torch_dir) if target else None,
-        graph_py=str(target.graph) if target else None,
-        undo_record=str(target.undo_path) if target else None,
+    text = error.text(_single_file(), given.verbose, variables)
+    if error.found is not None:
+        base = error.found
+    elif target is not None:
+        from patcher.install.reading import located
+
+        base = located(given.command, target, error.state, text)
+    else:
+        base = Report(given.command, error.state, False, text)
+    report = base._replace(
+        command=given.command,
+        message=text,
+        code=error.code,
+        next=error.next,
         nearest_diff=error.nearest_diff,
         support=error.support,
     )
@@ -167,14 +163,14 @@ def failed(
 
 def _single_file() -> SingleFile | None:
     """The single file, as its messages name it (this Python, its libcst directory); None installed."""
-    from patcher.cli import zipmain
+    from patcher.cli import singlefile
 
-    if not zipmain.in_zip():
+    if not singlefile.in_zip():
         return None
     import platform
 
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return SingleFile(minor, platform.machine(), zipmain.libs_dir(sys.argv[0]), zipmain.LIBS_VARIABLE)
+    return SingleFile(minor, platform.machine(), singlefile.libs_dir(sys.argv[0]), singlefile.LIBS_VARIABLE)
 
 
 def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:

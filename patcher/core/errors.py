@@ -1,38 +1,15 @@
-"""The one domain error, its typed parts and the one place that renders them, and the exit codes."""
+"""The one domain error, its typed parts and the one place that renders them."""
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from typing import Literal, NamedTuple
 
-
-class ExitCode(enum.IntEnum):
-    OK = 0  # apply: patched now, already patched, natively lazy; verify: lazy; revert: done or nothing to do
-    EAGER = 1  # verify: the installed torch still formats the text eagerly (or is inconsistent)
-    DIFFERS = 1  # fingerprint --check: the releases table differs from the shipped one (EAGER's code)
-    USAGE = 2  # bad command line (click's own code)
-    REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
-    ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
-    OUTPUT = 5  # the result could not be printed (stdout closed or full); the work itself is done
-    STALLED = 6  # diagnose: a process waits on a stall other than the eager formatting (a lock, ranks)
-    INTERRUPTED = 130  # SIGINT (Ctrl-C): files are each pristine or patched; verify tells which
-    TERMINATED = 143  # SIGTERM: the same
-
-
-EXIT_CODE_HELP = """Exit codes:
-  0  success (apply: patched, already patched or natively lazy;
-     verify: torch formats the text lazily; revert: reverted or nothing to do)
-  1  verify: torch formats the text eagerly (graph.py, or a stale unchecked-hash pyc);
-     diagnose: a process is in the eager formatting, or runs a torch that formats eagerly
-  2  usage error (diagnose: no such process, or not a Python process)
-  3  refused: a graph.py this tool does not know, or one changed since apply
-  4  environment error: torch not found, not writable, broken install;
-     diagnose: a process it may not read (ptrace rights), py-spy missing, no torch loaded
-  5  the result could not be printed (stdout closed or full)
-  6  diagnose: a process waits on another stall (a JIT build lock, ranks out of
-     step, compile workers gone); 1 outranks it
-  130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""
+# ExitCode and Advice as well where patcher.diagnose imports them from (it is being changed on
+# another branch): the exit codes live in patcher.core.exitcodes, a report's parts in patcher.core.report.
+from patcher.core.exitcodes import ExitCode as ExitCode
+from patcher.core.report import Advice as Advice
+from patcher.core.report import Next, Report, Support
 
 
 @dataclasses.dataclass(eq=False)  # an exception: compared and hashed as itself
@@ -44,7 +21,9 @@ class LazylogError(Exception):
     there. `next` is the one next step (see `Next`). The facts are typed and given when it is made:
     the state found, the dependency that is not installed (`missing`), and for a refusal the branch's
     diff against the nearest release (`nearest_diff`) and the releases this tool knows (`support`), said in full only
-    with --verbose and in JSON. Which torch it is about is the command line's to add: it located it.
+    with --verbose and in JSON. `found`: what was read before it was raised (the state, the hashes, the
+    release and the match: patcher.install.reading), which its report keeps; without it, which torch
+    it is about is the command line's to add: it located it.
     """
 
     code: ExitCode
@@ -55,6 +34,7 @@ class LazylogError(Exception):
     missing: Missing | None = None
     nearest_diff: str | None = None
     support: Support | None = None
+    found: Report | None = None
 
     def __str__(self) -> str:
         return self.text()
@@ -134,22 +114,6 @@ def _said(part: str | Pass | LeaveOut, variables: dict[Option, Variable]) -> str
     return f"unset {variable.name}" if variable else f"leave {part.option} out"
 
 
-class Support(NamedTuple):
-    """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
-    each with its reason: a refusal's --verbose line and JSON `support`."""
-
-    eager: tuple[str, ...]  # the releases with the eager call: the ones this tool patches
-    native: tuple[str, ...]
-    refused: tuple[tuple[str, str], ...]  # (series, why)
-
-    def text(self) -> str:
-        refused = " and ".join(f"{series} ({why})" for series, why in self.refused)
-        return (
-            f"torch-lazylog patches {', '.join(self.eager)}, knows {', '.join(self.native)} as "
-            f"natively lazy, and refuses {refused}"
-        )
-
-
 class Install(NamedTuple):
     """What the advice to reinstall torch needs to know about its install."""
 
@@ -175,18 +139,6 @@ class SingleFile(NamedTuple):
     machine: str
     libs: str
     variable: str
-
-
-class Advice(NamedTuple):
-    """A step only a person can take (upgrade torch, fingerprint a build), said as it is."""
-
-    text: str
-
-
-# The one next step a result names: a command of this tool, which the command line renders with the
-# target options the user gave; "reinstall", what only a reinstall of torch can fix, rendered as the
-# pip or uv line that fits the install; or a person's step.
-Next = Literal["apply", "revert", "reinstall"] | Advice
 
 
 def environment(message: str, hint: Hint | None = None) -> LazylogError:

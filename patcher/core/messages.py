@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from patcher.core.classify import Known, base_version
-from patcher.core.errors import Support
+from patcher.core.report import Support
 from patcher.core.state import LAZY, Problem, State
 from patcher.core.undo import UNDO_VERSION
 

@@ -2,11 +2,39 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
-from patcher.core.errors import ExitCode, Next, Support
+from patcher.core.exitcodes import ExitCode
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
+
+
+class Support(NamedTuple):
+    """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
+    each with its reason: a refusal's --verbose line and JSON `support`."""
+
+    eager: tuple[str, ...]  # the releases with the eager call: the ones this tool patches
+    native: tuple[str, ...]
+    refused: tuple[tuple[str, str], ...]  # (series, why)
+
+    def text(self) -> str:
+        refused = " and ".join(f"{series} ({why})" for series, why in self.refused)
+        return (
+            f"torch-lazylog patches {', '.join(self.eager)}, knows {', '.join(self.native)} as "
+            f"natively lazy, and refuses {refused}"
+        )
+
+
+class Advice(NamedTuple):
+    """A step only a person can take (upgrade torch, fingerprint a build), said as it is."""
+
+    text: str
+
+
+# The one next step a result names: a command of this tool, which the command line renders with the
+# target options the user gave; "reinstall", what only a reinstall of torch can fix, rendered as the
+# pip or uv line that fits the install; or a person's step.
+Next = Literal["apply", "revert", "reinstall"] | Advice
 
 
 class Report(NamedTuple):

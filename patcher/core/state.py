@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from patcher.core.errors import ExitCode, Next
+from patcher.core.exitcodes import ExitCode
 from patcher.core.record import RowFit
+from patcher.core.report import Next
 from patcher.core.spec import Kind
 
 # The undo record against graph.py and the release table: none; after (graph.py is what it says

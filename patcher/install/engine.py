@@ -14,15 +14,18 @@ from typing import TYPE_CHECKING
 
 from patcher.core import messages, state
 from patcher.core.edits import line_edit
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Remove, Step, Write
 from patcher.install import fsio, lock, pyc
-from patcher.install.reading import newer_version, read_install, refusal, report
+from patcher.install.reading import keeping, newer_version, read_install, refusal, report
 
 if TYPE_CHECKING:
+    from patcher.core.facts import Reading
+    from patcher.core.outcome import Rewritten
     from patcher.core.plan import Plan
 
 
@@ -72,6 +75,19 @@ def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
 
 def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
     snap, reading, rewritten = read_install(target, spec)
+    with keeping(command, target, snap, reading):
+        return _decided(command, target, spec, snap, reading, rewritten, dry_run)
+
+
+def _decided(
+    command: str,
+    target: Target,
+    spec: PatchSpec,
+    snap: Snapshot,
+    reading: Reading,
+    rewritten: Rewritten | None,
+    dry_run: bool,
+) -> Report:
     does = state.TABLES[command][reading.state]
     if "refuse" in does:
         raise refusal(target, spec, snap, reading)

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from patcher.core import steps
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.core.hashes import sha256, version_key
 from patcher.core.outcome import Refused, Rewritten, Unchanged
 from patcher.core.report import Report

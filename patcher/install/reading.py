@@ -6,15 +6,18 @@ server's torch through this module, as verify does. apply and revert (install.en
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from patcher.core import classify, facts, messages, state
-from patcher.core.errors import Advice, ExitCode, Install, LazylogError, Next
+from patcher.core.errors import Install, LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
-from patcher.core.report import Report
+from patcher.core.report import Advice, Next, Report
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import newer
 from patcher.install import locate, lock, snapshot
@@ -81,6 +84,21 @@ def newer_version(snap: Snapshot) -> int | None:
     return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
 
 
+def located(command: str, target: Target, state: str, message: str) -> Report:
+    """What every report about a located torch names: the torch and its files."""
+    return Report(
+        command=command,
+        state=state,
+        changed=False,
+        message=message,
+        torch_version=target.torch_version,
+        torch_dir=str(target.torch_dir),
+        torch_path_entry=target.torch_path_entry,
+        graph_py=str(target.graph),
+        undo_record=str(target.undo_path),
+    )
+
+
 def report(
     command: str,
     target: Target,
@@ -89,42 +107,50 @@ def report(
     message: str,
     graph: bytes | None = None,
 ) -> Report:
-    """Every report names the torch, its state and graph.py's hash after the run; a command adds its
-    own fields with Report._replace, which mypy checks."""
+    """Every report after the read names the torch, its state and graph.py's hash after the run; a
+    command adds its own fields with Report._replace, which mypy checks."""
     known = reading.known
-    return Report(
-        command=command,
-        state=reading.state,
-        changed=False,
-        message=message,
-        torch_version=target.torch_version,
-        torch_dir=str(target.torch_dir),
-        torch_path_entry=target.torch_path_entry,
-        graph_py=str(target.graph),
+    return located(command, target, reading.state, message)._replace(
         sha256=sha256(snap.graph if graph is None else graph),
         release=known.release.version if known.release else None,
         match=known.match,
-        undo_record=str(target.undo_path),
         pycs=tuple(p.describe() for p in snap.pycs),
     )
+
+
+@contextlib.contextmanager
+def keeping(command: str, target: Target, snap: Snapshot, reading: Reading) -> Iterator[None]:
+    """An error raised after the read keeps what was read: its report is this reading's, built as a
+    success's is, with the error's sentence and code."""
+    try:
+        yield
+    except LazylogError as exc:
+        if exc.found is None:
+            exc.found = report(command, target, snap, reading, exc.message)
+        raise
 
 
 def verify(target: Target, spec: PatchSpec) -> Report:
     with lock.locked(target.torch_dir, exclusive=False):
         snap, reading, _ = read_install(target, spec)
-        rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
-        if rule.code == ExitCode.REFUSED:
-            raise refusal(target, spec, snap, reading)
-        stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
-        texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
-        eager = rule.code == ExitCode.EAGER
-        version = newer_version(snap)
-        said = None
-        if version is not None:  # judged by graph.py alone; apply and revert would refuse
-            said = messages.newer_record(reading.state, reading.known, target.undo_path, version)
-            rule = rule._replace(next=None)
-        message = messages.verify(
-            reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
-        )
-        shown = report("verify", target, snap, reading, message)
-        return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))
+        with keeping("verify", target, snap, reading):
+            return _verdict(target, spec, snap, reading)
+
+
+def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
+    rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
+    if rule.code == ExitCode.REFUSED:
+        raise refusal(target, spec, snap, reading)
+    stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
+    texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
+    eager = rule.code == ExitCode.EAGER
+    version = newer_version(snap)
+    said = None
+    if version is not None:  # judged by graph.py alone; apply and revert would refuse
+        said = messages.newer_record(reading.state, reading.known, target.undo_path, version)
+        rule = rule._replace(next=None)
+    message = messages.verify(
+        reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
+    )
+    shown = report("verify", target, snap, reading, message)
+    return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))

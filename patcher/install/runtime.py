@@ -14,7 +14,8 @@ import tempfile
 import typing
 from typing import TypedDict
 
-from patcher.core.errors import ExitCode, Hint, LazylogError, Pass
+from patcher.core.errors import Hint, LazylogError, Pass
+from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Target
 from patcher.core.report import JsonValue, Report
 from patcher.install.interpreter import call

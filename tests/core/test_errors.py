@@ -5,17 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from patcher.core.errors import (
-    ExitCode,
-    Hint,
-    LazylogError,
-    LeaveOut,
-    Pass,
-    SingleFile,
-    Variable,
-    environment,
-    missing,
-)
+from patcher.core.errors import Hint, LazylogError, LeaveOut, Pass, SingleFile, Variable, environment, missing
+from patcher.core.exitcodes import ExitCode
 
 PYTHON = Variable("--python", "TORCH_LAZYLOG_PYTHON", "/opt/py")
 TORCH_DIR = Variable("--torch-dir", "TORCH_LAZYLOG_TORCH_DIR", "'/a b/torch'")

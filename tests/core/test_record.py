@@ -11,7 +11,8 @@ import hashlib
 import pytest
 
 from patcher.core import record
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from tests.core.world import ROW, SITE, b64
 
 DATA = b"graph\n"

@@ -11,7 +11,7 @@ import pytest
 
 from patcher.core import facts, state
 from patcher.core.classify import classify
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.core.spec import PatchSpec
 from tests.core import world
 
