@@ -256,6 +256,36 @@ def test_a_python_that_is_not_one_is_named_as_such(
     )
 
 
+@pytest.mark.parametrize(
+    ("answer", "wrong"),
+    [
+        pytest.param('{"version": 3}', "executable, version, cache_tag", id="keys-missing"),
+        pytest.param(
+            '{"executable": "/x", "version": "3.12.1", "cache_tag": null, "pycache_prefix": null, '
+            '"path": ["/x", 1], "torch_dir": null, "torch_path_entry": null, "error": null, '
+            '"externally_managed": false, "pip": null}',
+            "path",
+            id="a-path-entry-not-a-string",
+        ),
+    ],
+)
+def test_a_python_whose_answer_is_not_the_probes_gets_one_sentence(
+    answer: str, wrong: str, tmp_path: Path, run: Callable[..., Result]
+) -> None:
+    """A program that answers JSON, but not the probe's (a wrapper, another tool's copy of the
+    module): one sentence naming it and what it answered, exit 4, never "Unexpected error"."""
+    python = tmp_path / "python3"
+    python.write_text(f"#!/bin/sh\ncat >/dev/null\necho '{answer}'\n")
+    python.chmod(0o755)
+    result = run("apply", "--python", str(python), "--json")
+    report = json.loads(result.stdout)
+    assert result.exit_code == 4 == report["exit_code"], report
+    message = report["message"]
+    assert message.startswith(f"Expected {python} to answer where its torch is with executable, "), message
+    assert f"but it answered {answer[:150]}" in message and f"(wrong or missing: {wrong}" in message, message
+    assert "Unexpected error" not in message and message.count("\n") == 0
+
+
 def test_a_missing_torch_dir_is_named_as_missing(tmp_path: Path, run: Callable[..., Result]) -> None:
     result = run("apply", "--torch-dir", str(tmp_path / "nonexistent" / "torch"))
     assert result.exit_code == 4

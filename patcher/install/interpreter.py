@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
+from patcher.target import interp
 
 if TYPE_CHECKING:
     import subprocess
@@ -138,12 +139,41 @@ def _launched(module: ModuleType, stdin: str) -> str:
     return "\0".join((module.__file__, source, stdin))
 
 
+def _fits(value: object, hint: object) -> bool:
+    """Whether a JSON value is of an annotation of interp.Info: str, bool, None, list[str], or a union."""
+    import types
+    import typing
+
+    if isinstance(hint, types.UnionType):
+        return any(_fits(value, option) for option in typing.get_args(hint))
+    if typing.get_origin(hint) is list:
+        (item,) = typing.get_args(hint)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    return value is None if hint is type(None) else isinstance(value, hint)  # type: ignore[arg-type]
+
+
+def _checked(answer: dict[str, object], executable: str) -> interp.Info:
+    """The probe's answer, checked against interp.Info key by key: the one place it is. What another
+    program (or a Python running another tool's copy of the module) answered is one sentence."""
+    import typing
+
+    hints = typing.get_type_hints(interp.Info)
+    wrong = [key for key, hint in hints.items() if key not in answer or not _fits(answer[key], hint)]
+    if wrong:
+        said = json.dumps(answer)
+        said = said if len(said) <= 200 else said[:200] + "..."
+        raise environment(
+            f"Expected {executable} to answer where its torch is with {', '.join(hints)}, but it "
+            f"answered {said} (wrong or missing: {', '.join(wrong)})",
+            _WORKING_PYTHON,
+        )
+    return cast(interp.Info, answer)
+
+
 def probe(python: str | None, find_torch: bool) -> tuple[Interpreter, Found]:
     """The interpreter's facts and, with find_torch, where its `import torch` comes from."""
-    from patcher.target import interp
-
     answer = call(python, interp, {"find_torch": find_torch}, "report where its torch is")
-    info = cast(interp.Info, answer)  # what interp.run gives, here or through JSON
+    info = _checked(answer, python or sys.executable)
     interpreter = Interpreter(
         executable=info["executable"] or python or sys.executable,
         version=info["version"],
