@@ -235,3 +235,16 @@ def test_advice_with_only_a_torch_dir_names_the_target_interpreter(
     assert result.exit_code == 3 and "has no pip and no uv is on PATH" in advice, result.output
     assert advice.startswith(f"reinstall torch==2.10.0 for {shlex.quote(python)} "), advice
     assert sys.executable not in advice
+
+
+def test_the_runtime_probe_never_runs_in_this_process(tmp_path: Path) -> None:
+    """inductor.run changes the working directory and imports torch: even asked with no interpreter
+    and no environment of its own (where interp runs in-process), call starts a process for it."""
+    from patcher.target import inductor
+
+    here = os.getcwd()
+    request = {"depth": 1, "expect_graph": str(tmp_path / "graph.py"), "cwd": str(tmp_path)}
+    answer = interpreter.call(None, inductor, request, "run the runtime check")
+    assert os.getcwd() == here and "torch" not in sys.modules
+    assert str(answer["error"]).startswith("import torch failed: ModuleNotFoundError"), answer
+    assert interpreter.in_process(None)  # what would have run it here

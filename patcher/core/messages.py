@@ -9,7 +9,7 @@ the future tense.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from patcher.core.classify import Known, base_version
 from patcher.core.report import Support
@@ -17,6 +17,7 @@ from patcher.core.state import LAZY, Problem, State
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
+    from patcher.core.plan import Done
     from patcher.core.spec import PatchSpec
 
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
@@ -55,19 +56,6 @@ _VERBS = {
     "updated": ("updated", "would update"),
     "restored": ("Reverted", "Would revert"),
 }
-
-
-class Done(NamedTuple):
-    """What a plan writes, counted, for the sentence."""
-
-    graph: bool = False
-    line: int | None = None
-    undo_written: bool = False
-    undo_removed: bool = False
-    record: bool = False
-    pycs: int = 0
-    pycs_removed: int = 0
-    no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)
 
 
 def described(known: Known) -> str:

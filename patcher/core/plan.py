@@ -25,8 +25,24 @@ if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
 
 
+class Done(NamedTuple):
+    """What a plan writes, counted, for the sentence (patcher.core.messages)."""
+
+    graph: bool = False
+    line: int | None = None
+    undo_written: bool = False
+    undo_removed: bool = False
+    record: bool = False
+    pycs: int = 0
+    pycs_removed: int = 0
+    no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)
+
+
 class Plan(NamedTuple):
     leaves: State  # the state the plan leaves the install in, once carried out
+    done: Done  # what it writes, counted
+    source: bytes  # graph.py as the plan leaves it, which each Rebuild is compiled from
+    mtime_ns: int  # ... and its mtime
     steps: tuple[PlanStep, ...] = ()  # in commit order; a Rebuild is compiled, then written
     result: bytes | None = None  # graph.py after the plan, when it changes
     check: tuple[Path, ...] = ()  # must be writable (and no link) before any write
@@ -99,7 +115,7 @@ def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
     pycs = snap.pycs if end.graph_changed else snap.stale_pycs()
     own = [p for p in pycs if p.tag == snap.own_tag and p.mode != "invalid"]
     removes = [Remove(p.path) for p in pycs if p not in own]
-    return [*(Rebuild(p, end.graph, end.mtime_ns) for p in own), *removes]
+    return [*(Rebuild(p) for p in own), *removes]
 
 
 def _record_after(
@@ -178,7 +194,8 @@ def build(
     # The undo record first (it must exist before graph.py changes), then graph.py, the pycs and RECORD.
     steps: list[PlanStep] = []
     was_undo = ABSENT if snap.undo_raw is None else sha256(snap.undo_raw)
-    if end.undo is not None and (end.undo_changed or record_change is not None):
+    undo_written = end.undo is not None and (end.undo_changed or record_change is not None)
+    if end.undo is not None and undo_written:  # (narrows end.undo)
         release = reading.known.release.version if reading.known.release else None
         match: str | None = reading.known.match
         if snap.undo is not None and reading.fit == "after":
@@ -188,9 +205,22 @@ def build(
         steps.append(Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, was_undo))
     if end.graph_changed:
         steps.append(Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, snap.sha256))
-    steps += _pycs(snap, end) + record_steps
-    if end.undo is None and end.undo_changed:
+    pycs = _pycs(snap, end)
+    steps += pycs + record_steps
+    undo_removed = end.undo is None and end.undo_changed
+    if undo_removed:
         steps.append(Remove(target.undo_path, was_undo))
     leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
     result = end.graph if end.graph_changed else None
-    return Plan(leaves, tuple(steps), result, _writable(target, snap) if steps else ())
+    done = Done(
+        graph=end.graph_changed,
+        line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
+        undo_written=undo_written,
+        undo_removed=undo_removed,
+        record=bool(record_steps),
+        pycs=sum(isinstance(s, Rebuild) for s in pycs),
+        pycs_removed=sum(isinstance(s, Remove) for s in pycs),
+        no_record=snap.record is None,
+    )
+    check = _writable(target, snap) if steps else ()
+    return Plan(leaves, done, end.graph, end.mtime_ns, tuple(steps), result, check)

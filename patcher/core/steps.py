@@ -30,11 +30,10 @@ Step = Write | Remove
 
 
 class Rebuild(NamedTuple):
-    """A pyc to write anew from the plan's source: compiled by the target interpreter before staging."""
+    """A pyc to write anew from graph.py as the plan leaves it (the plan's `source` and `mtime_ns`):
+    compiled by the target interpreter before staging."""
 
     pyc: Pyc
-    source: bytes
-    mtime_ns: int
 
 
 # What a plan holds: a Rebuild is compiled by the target interpreter, then written as a Write.

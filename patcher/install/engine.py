@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core import messages, state
-from patcher.core.edits import line_edit
 from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
-from patcher.core.steps import Rebuild, Remove, Step, Write
+from patcher.core.steps import Rebuild, Step, Write
 from patcher.install import fsio, lock, pyc
 from patcher.install.reading import keeping, newer_version, read_install, refusal, report
 
@@ -34,9 +33,8 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
     rebuilds = [s for s in planned.steps if isinstance(s, Rebuild)]
     compiled: dict[Path, bytes] = {}
     if rebuilds:
-        first = rebuilds[0]
         datas = pyc.compile_for(
-            target.interpreter, [r.pyc for r in rebuilds], first.source, target.graph, first.mtime_ns
+            target.interpreter, [r.pyc for r in rebuilds], planned.source, target.graph, planned.mtime_ns
         )
         compiled = {r.pyc.path: data for r, data in zip(rebuilds, datas, strict=True)}
     fsio.discard(list(snap.leftovers))  # temp files of a killed run: only now that every check passed
@@ -53,24 +51,6 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
         for s in planned.steps
     ]
     fsio.run(steps, command)
-
-
-def _done(target: Target, snap: Snapshot, planned: Plan) -> messages.Done:
-    steps = planned.steps
-    writes = {s.pyc.path if isinstance(s, Rebuild) else s.path for s in steps if not isinstance(s, Remove)}
-    removes = {s.path for s in steps if isinstance(s, Remove)}
-    pycs = {p.path for p in snap.pycs}
-    changed = planned.result is not None and target.graph in writes
-    return messages.Done(
-        graph=changed,
-        line=line_edit(snap.graph, planned.result).line_number(snap.graph) if planned.result else None,
-        undo_written=target.undo_path in writes,
-        undo_removed=target.undo_path in removes,
-        record=target.record_file in writes,
-        pycs=len(writes & pycs),
-        pycs_removed=len(removes & pycs),
-        no_record=snap.record is None,
-    )
 
 
 def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
@@ -99,8 +79,9 @@ def _decided(
     from patcher.core import plan
 
     planned = plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)
-    done = _done(target, snap, planned)
-    message = messages.changed(command, reading.state, reading.known, target.torch_version, done, dry_run)
+    message = messages.changed(
+        command, reading.state, reading.known, target.torch_version, planned.done, dry_run
+    )
     diff = None
     if command == "apply" and planned.result is not None:
         from patcher.core.diff import unified
@@ -110,11 +91,10 @@ def _decided(
         fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
     if dry_run or not planned.steps:
         return report(command, target, snap, reading, message)._replace(diff=diff)
-    reading = reading._replace(state=planned.leaves)
     _carry_out(target, snap, planned, command)
     pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
-    result = report(command, target, snap, reading, message, planned.result)
-    return result._replace(diff=diff, changed=True, pycs=pycs)
+    result = report(command, target, snap, reading, message, planned.result)  # the state as read ...
+    return result._replace(state=planned.leaves, diff=diff, changed=True, pycs=pycs)  # ... as left
 
 
 def apply(target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:

@@ -70,8 +70,10 @@ def call(
     timeout: float = 300,
     env: dict[str, str] | None = None,
 ) -> dict[str, object]:
-    """`module.run(request)` in `python` (None: this tool's own), here or in a new process (above)."""
-    if env is None and in_process(python):
+    """`module.run(request)` in `python` (None: this tool's own), here or in a new process (above):
+    never here for a module that says it needs a process of its own (`OWN_PROCESS`)."""
+    own_process: bool = getattr(module, "OWN_PROCESS", False)
+    if env is None and not own_process and in_process(python):
         saved = sys.path[:]
         if not getattr(sys.flags, "safe_path", False):  # the launch's entry (none under -P, PYTHONSAFEPATH)
             del sys.path[:1]

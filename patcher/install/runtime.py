@@ -47,7 +47,8 @@ def probe(python: str, expect_graph: str) -> ProbeResult:
     }
     for noisy in ("TORCH_LOGS", "TORCH_COMPILE_DEBUG", "TORCHDYNAMO_VERBOSE"):
         env.pop(noisy, None)
-    # cwd: started where the tool was (the same sys.path), the probe compiles in the throw-away cache
+    # cwd: started where the tool was (the same sys.path), the probe compiles in the throw-away cache,
+    # in a process of its own (inductor.OWN_PROCESS), never this one
     request: dict[str, object] = {"depth": DEPTH, "expect_graph": expect_graph, "cwd": cache}
     try:
         answer = call(python, inductor, request, "run the runtime check", timeout=1800, env=env)

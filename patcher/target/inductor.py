@@ -23,6 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 Check = dict[str, object]
+# It changes the working directory and imports torch: patcher.install.interpreter.call never runs it
+# in torch-lazylog's own process, whatever it is given.
+OWN_PROCESS = True
 LINE = "Creating implicit fallback for:"
 PHASES = ("filtered", "info", "error")
 

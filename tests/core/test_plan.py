@@ -198,6 +198,21 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
     )
     assert planned.check == (writable if steps else ())
     assert planned.leaves == LEAVES[command].get(name, name)
+    # what the plan says it does (for the sentence) is what its steps do
+    writes = [s.path for s in steps if isinstance(s, Write)]
+    removes = [s.path for s in steps if isinstance(s, Remove)]
+    assert planned.done == plan.Done(
+        graph=bool(written),
+        line=planned.done.line,
+        undo_written=UNDO in writes,
+        undo_removed=UNDO in removes,
+        record=RECORD in writes,
+        pycs=sum(isinstance(s, Rebuild) for s in steps),
+        pycs_removed=sum(p.name.endswith(".pyc") for p in removes),
+        no_record=snap.record is None,
+    )
+    assert (planned.done.line is not None) == bool(written)
+    assert planned.source == (written[0] if written else snap.graph)
 
 
 # The state each command leaves, where it is not the state it found.
@@ -226,7 +241,7 @@ def _pyc_steps(planned: plan.Plan) -> list[tuple[str, str, bytes | None, int | N
     out: list[tuple[str, str, bytes | None, int | None]] = []
     for step in planned.steps:
         if isinstance(step, Rebuild):
-            out.append(("rebuild", step.pyc.path.name, step.source, step.mtime_ns))
+            out.append(("rebuild", step.pyc.path.name, planned.source, planned.mtime_ns))
         elif step.path.name.endswith(".pyc"):
             assert isinstance(step, Remove) and step.was == ANY  # Python may rewrite bytecode
             out.append(("remove", step.path.name, None, None))
