@@ -112,3 +112,15 @@ def test_every_exit_path_prints_the_documented_shape(
         assert report["support"] is None
     if code == 0:
         assert report["next"] is None
+
+
+def test_the_documented_fields_are_the_codes_in_its_order() -> None:
+    """docs/commands.md's list is the contract: every entry fills these fields (patcher.core.fields,
+    which the single file uses on an old Python) and every report prints them, in this order."""
+    from patcher.core.exitcodes import ExitCode
+    from patcher.core.fields import FIELDS, unread
+    from patcher.core.report import Report
+
+    assert list(FIELDS) == readme_json_fields()
+    assert list(Report("apply", "unknown", False, "m.").to_json(None)) == list(FIELDS)
+    assert unread("apply", 4, "m.") == Report("apply", "unknown", False, "m.", ExitCode(4)).to_json(None)

@@ -61,7 +61,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     )
 
 
-_ACTION = {"patch": "patch", "record": "write the lost undo record", "restore": "restore the original"}
+_ACTION = {"patch": "patch", "write-undo": "write the lost undo record", "restore": "restore the original"}
 _ACTION |= {"drop": "remove the undo record", "refuse": "refuse"}
 
 

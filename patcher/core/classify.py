@@ -42,7 +42,7 @@ def site_diff(spec: PatchSpec, code: str, lazy: bool, torch_version: str | None)
 
     by_site: dict[str, list[Release]] = {}
     for row in spec.releases.rows:
-        fingerprint = row.patched_site if lazy and row.state == "eager" else row.site
+        fingerprint = row.patched_site if lazy and row.kind == "eager" else row.site
         if fingerprint in spec.releases.site_code:
             by_site.setdefault(fingerprint, []).append(row)
     if not by_site:

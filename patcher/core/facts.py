@@ -42,7 +42,7 @@ def plausible(change: FileChange, now_ns: int | None) -> bool:
 
 
 def _pair(change: FileChange, spec: PatchSpec) -> bool:
-    pairs = {(r.sha256, r.patched_sha256) for r in spec.releases.rows if r.state == "eager"}
+    pairs = {(r.sha256, r.patched_sha256) for r in spec.releases.rows if r.kind == "eager"}
     return (change.before.sha256, change.after.sha256) in pairs
 
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from patcher.core.classify import Known, base_version
 from patcher.core.report import Support
-from patcher.core.state import LAZY, Problem, State
+from patcher.core.state import LAZY, Problem, State, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
@@ -154,10 +154,10 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
         lead = f"Nothing to revert: {state_text(state, known)}{never}"
     else:
         lead = f"{what} formats the implicit-fallback log lazily already: {state_text(state, known)}"
-    if state in ("patched", "apply-interrupted"):  # its record only follows RECORD's new row
+    if has(state, "recorded"):  # its record only follows RECORD's new row
         done = done._replace(undo_written=False)
     extras = _extras(done, dry_run)
-    if done.graph and state not in ("pristine", "patched", "apply-interrupted", "unrecorded"):
+    if done.graph and not has(state, "usual"):
         extras.insert(0, f"it was: {state_text(state, known)}")
     if done.no_record and (done.graph or done.undo_written):
         extras.append("there was no RECORD to keep")

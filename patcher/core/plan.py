@@ -92,7 +92,7 @@ def _act(
             undo_changed=True,
             mtime_ns=now_ns,
         )
-    if action == "record":
+    if action == "write-undo":
         assert reading.original is not None
         return end._replace(
             undo=_change(spec.graph_row, reading.original, snap.graph, snap.graph_stat), undo_changed=True

@@ -20,7 +20,7 @@ Kind = Literal["eager", "patched", "native", "unknown"]
 
 class Release(NamedTuple):
     version: str
-    state: Kind
+    kind: Kind  # "eager" or "native": graph.py as the release ships it
     sha256: str
     size: int
     site: str
@@ -43,23 +43,23 @@ class Releases(NamedTuple):
         """Releases whose graph.py (pristine or patched) has this hash; 2.12.0 and 2.12.1 share one."""
         pristine = [row for row in self.rows if row.sha256 == sha]
         if pristine:
-            return pristine[0].state, pristine
+            return pristine[0].kind, pristine
         patched = [row for row in self.rows if row.patched_sha256 == sha]
         return ("patched", patched) if patched else None
 
     def by_site(self, site: str, lazy: bool) -> tuple[Kind, list[Release]]:
         """Releases whose branch has this fingerprint, and what the branch is of them."""
         if not lazy:
-            return "eager", [r for r in self.rows if r.site == site and r.state == "eager"]
+            return "eager", [r for r in self.rows if r.site == site and r.kind == "eager"]
         # A lazy branch identical to a release that ships it is natively lazy, even when it is also
         # what patching an older release gives (2.12 patched == 2.13): only an undo record tells.
-        native = [r for r in self.rows if r.site == site and r.state == "native"]
+        native = [r for r in self.rows if r.site == site and r.kind == "native"]
         if native:
             return "native", native
         return "patched", [r for r in self.rows if r.patched_site == site]
 
-    def versions(self, state: Kind) -> list[str]:
-        return [r.version for r in self.rows if r.state == state]
+    def versions(self, kind: Kind) -> list[str]:
+        return [r.version for r in self.rows if r.kind == kind]
 
     def to_json(self, patch_id: str) -> dict[str, JsonValue]:
         return {

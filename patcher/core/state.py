@@ -40,11 +40,11 @@ State = Literal[
 ]
 
 # What apply or revert does to graph.py and the undo record, in order. patch: the one edit, and its
-# undo record. record: write the undo record of a file patched before (its original determined).
+# undo record. write-undo: write the undo record of a file patched before (its original determined).
 # restore: graph.py back to its original, the undo record removed. drop: remove an undo record that
 # does not describe graph.py. refuse: nothing written. Whatever the actions, RECORD's row and the pycs
 # are made to describe graph.py as the plan leaves it (patcher.core.plan).
-Action = Literal["patch", "record", "restore", "drop", "refuse"]
+Action = Literal["patch", "write-undo", "restore", "drop", "refuse"]
 
 
 # A sound record of another graph.py than a release's exact bytes ("changed") is always "edited".
@@ -97,28 +97,52 @@ _EAGER = Rule(ExitCode.EAGER, "apply")
 _LAZY = Rule()
 _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to finish or remove
 
-# One row per state: what apply does, what revert does, and verify's rule. verify's first duty: never
-# say lazy about a torch that will run eagerly, never fail one that is lazy.
-_TABLE: dict[State, tuple[tuple[Action, ...], tuple[Action, ...], Rule]] = {
-    "pristine": (_PATCH, (), _EAGER),
-    "patched": ((), ("restore",), _LAZY),
-    "apply-interrupted": ((), ("restore",), _TIDY),
-    "ships-lazy": ((), (), _LAZY),
-    "record-only": (_PATCH, ("drop",), _EAGER),
-    "revert-interrupted": (_PATCH, ("drop",), _EAGER),
-    "unrecorded": (("record",), ("restore",), _TIDY),
-    "reinstalled": (_PATCH, ("drop",), _EAGER),
-    "upgraded": (("drop",), ("drop",), _TIDY),
-    "untrusted-eager": (_PATCH, ("drop",), _EAGER),
-    "untrusted-patched": (("record",), ("restore",), _TIDY),
-    "untrusted-lazy": (("drop",), ("drop",), _TIDY),
-    "edited": (_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
-    "unknown": (_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
+# What else a state says, beyond the commands' columns:
+# interrupted: RECORD's row names other bytes than graph.py's by the state's own definition (a run
+#   stopped between the two), so verify does not list it as a problem of its own;
+# recorded: graph.py is patched and its undo record describes it, so a run that rewrites the record
+#   only to follow RECORD's new row does not say it wrote it;
+# usual: the state a command's change of graph.py usually starts from, so its sentence does not first
+#   say what graph.py was.
+Trait = Literal["interrupted", "recorded", "usual"]
+
+
+class Row(NamedTuple):
+    apply: tuple[Action, ...]
+    revert: tuple[Action, ...]
+    verify: Rule
+    traits: frozenset[Trait] = frozenset()
+
+
+_INTERRUPTED: frozenset[Trait] = frozenset({"interrupted"})
+
+# One row per state: what apply does, what revert does, verify's rule, and its traits. verify's first
+# duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
+_TABLE: dict[State, Row] = {
+    "pristine": Row(_PATCH, (), _EAGER, frozenset({"usual"})),
+    "patched": Row((), ("restore",), _LAZY, frozenset({"recorded", "usual"})),
+    "apply-interrupted": Row((), ("restore",), _TIDY, frozenset({"interrupted", "recorded", "usual"})),
+    "ships-lazy": Row((), (), _LAZY),
+    "record-only": Row(_PATCH, ("drop",), _EAGER),
+    "revert-interrupted": Row(_PATCH, ("drop",), _EAGER, _INTERRUPTED),
+    "unrecorded": Row(("write-undo",), ("restore",), _TIDY, frozenset({"usual"})),
+    "reinstalled": Row(_PATCH, ("drop",), _EAGER),
+    "upgraded": Row(("drop",), ("drop",), _TIDY),
+    "untrusted-eager": Row(_PATCH, ("drop",), _EAGER),
+    "untrusted-patched": Row(("write-undo",), ("restore",), _TIDY),
+    "untrusted-lazy": Row(("drop",), ("drop",), _TIDY),
+    "edited": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
+    "unknown": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
 }
-APPLY = {name: apply for name, (apply, _, _) in _TABLE.items()}
-REVERT = {name: revert for name, (_, revert, _) in _TABLE.items()}
-VERIFY = {name: rule for name, (_, _, rule) in _TABLE.items()}
+APPLY = {name: row.apply for name, row in _TABLE.items()}
+REVERT = {name: row.revert for name, row in _TABLE.items()}
+VERIFY = {name: row.verify for name, row in _TABLE.items()}
 LAZY = frozenset(name for name, rule in VERIFY.items() if rule.code == ExitCode.OK)  # graph.py is lazy
+
+
+def has(state: State, trait: Trait) -> bool:
+    return trait in _TABLE[state].traits
+
 
 TABLES = {"apply": APPLY, "revert": REVERT}
 
@@ -129,7 +153,7 @@ def verdict(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tup
     """verify's rule, with what it finds beyond the state in every state: RECORD's row for graph.py
     not describing it, and a stale unchecked pyc of a lazy source, which runs the eager code."""
     found: tuple[Problem, ...] = ()
-    if row == "other" and state not in ("apply-interrupted", "revert-interrupted"):
+    if row == "other" and not has(state, "interrupted"):
         found = ("record-row",)
     if stale_unchecked and state in LAZY:
         return _EAGER, (*found, "stale-unchecked-pyc")

@@ -55,7 +55,7 @@ def release_row(version: str, source: bytes, spec: PatchSpec) -> tuple[Release, 
     assert not isinstance(after, Refused), after
     row = Release(
         version=version,
-        state="eager",
+        kind="eager",
         sha256=sha256(source),
         size=len(source),
         site=outcome.before.fingerprint,
@@ -87,7 +87,7 @@ def releases_table(releases: Releases) -> str:
         "|---|---|---|---|",
     ]
     for row in releases.rows:
-        kind, does = ("eager", "patches (one line)") if row.state == "eager" else ("natively lazy", "nothing")
+        kind, does = ("eager", "patches (one line)") if row.kind == "eager" else ("natively lazy", "nothing")
         lines.append(f"| {row.version} | {kind} | {does} | `{row.sha256[:16]}` |")
     return "\n".join(lines) + "\n"
 
@@ -112,6 +112,6 @@ def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool
         changed, message = True, f"Wrote {len(releases.rows)} release(s) to {output}"
     else:
         shown = releases_table(releases) if markdown else text
-        versions = ", ".join(f"{r.version} ({r.state})" for r in releases.rows)
+        versions = ", ".join(f"{r.version} ({r.kind})" for r in releases.rows)
         message = f"Fingerprinted {len(releases.rows)} release(s): {versions}"
     return Report("fingerprint", "unknown", changed, message, code, table=shown)

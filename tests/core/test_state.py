@@ -94,11 +94,11 @@ APPLY = {
     "ships-lazy": (),
     "record-only": ("patch",),
     "revert-interrupted": ("patch",),
-    "unrecorded": ("record",),
+    "unrecorded": ("write-undo",),
     "reinstalled": ("patch",),
     "upgraded": ("drop",),
     "untrusted-eager": ("patch",),
-    "untrusted-patched": ("record",),
+    "untrusted-patched": ("write-undo",),
     "untrusted-lazy": ("drop",),
     "edited": ("refuse",),
     "unknown": ("refuse",),
@@ -181,3 +181,29 @@ def test_verify_never_fails_a_lazy_state_and_never_passes_an_eager_one() -> None
     for name in ALL_STATES:
         code = state.VERIFY[name].code
         assert code == (REFUSED if name in ("edited", "unknown") else OK if name in LAZY_STATES else EAGER)
+
+
+_USUAL_STARTS = ("pristine", "patched", "apply-interrupted", "unrecorded")  # apply's, and revert's
+
+
+@pytest.mark.parametrize("name", ALL_STATES)
+@pytest.mark.parametrize("command", ["apply", "revert"])
+def test_a_change_of_graph_py_says_what_it_was_unless_it_is_the_usual_start(
+    command: str, name: state.State
+) -> None:
+    from patcher.core import messages, plan
+    from patcher.core.classify import Known
+
+    said = messages.changed(command, name, Known("eager", None, None), "9.0.0", plan.Done(True, 3), False)
+    assert ("; it was: " in said) == (name not in _USUAL_STARTS), said
+
+
+@pytest.mark.parametrize("name", ALL_STATES)
+def test_an_undo_record_that_only_follows_records_row_is_not_said_to_be_written(name: state.State) -> None:
+    from patcher.core import messages, plan
+    from patcher.core.classify import Known
+
+    done = plan.Done(undo_written=True, record=True)
+    said = messages.changed("apply", name, Known("eager", None, None), "9.0.0", done, False)
+    assert ("wrote its undo record" in said) == (name not in ("patched", "apply-interrupted")), said
+    assert "updated RECORD" in said
