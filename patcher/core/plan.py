@@ -175,6 +175,29 @@ def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
     return (*dict.fromkeys(paths), *(p.path for p in snap.pycs))
 
 
+def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record: bool) -> Done:
+    """What the plan writes, counted as it makes its steps (the undo record's are added there)."""
+    return Done(
+        graph=end.graph_changed,
+        line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
+        record=record,
+        pycs=sum(isinstance(s, Rebuild) for s in pycs),
+        pycs_removed=sum(isinstance(s, Remove) for s in pycs),
+        no_record=snap.record is None,
+    )
+
+
+def _undo_record(
+    spec: PatchSpec, snap: Snapshot, reading: Reading, graph: FileChange, record_change: FileChange | None
+) -> UndoRecord:
+    """The undo record to write: of the release read, or, beside a record that holds, the one it names."""
+    release = reading.known.release.version if reading.known.release else None
+    match: str | None = reading.known.match
+    if snap.undo is not None and reading.fit == "after":
+        release, match = snap.undo.release, snap.undo.match
+    return UndoRecord(spec.id, release or "unknown", match or "site", graph, record_change)
+
+
 def build(
     target: Target,
     spec: PatchSpec,
@@ -196,11 +219,7 @@ def build(
     was_undo = ABSENT if snap.undo_raw is None else sha256(snap.undo_raw)
     undo_written = end.undo is not None and (end.undo_changed or record_change is not None)
     if end.undo is not None and undo_written:  # (narrows end.undo)
-        release = reading.known.release.version if reading.known.release else None
-        match: str | None = reading.known.match
-        if snap.undo is not None and reading.fit == "after":
-            release, match = snap.undo.release, snap.undo.match
-        undo = UndoRecord(spec.id, release or "unknown", match or "site", end.undo, record_change)
+        undo = _undo_record(spec, snap, reading, end.undo, record_change)
         like = snap.record_stat or stat  # owned like RECORD, or graph.py without one
         steps.append(Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, was_undo))
     if end.graph_changed:
@@ -212,15 +231,8 @@ def build(
         steps.append(Remove(target.undo_path, was_undo))
     leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
     result = end.graph if end.graph_changed else None
-    done = Done(
-        graph=end.graph_changed,
-        line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
-        undo_written=undo_written,
-        undo_removed=undo_removed,
-        record=bool(record_steps),
-        pycs=sum(isinstance(s, Rebuild) for s in pycs),
-        pycs_removed=sum(isinstance(s, Remove) for s in pycs),
-        no_record=snap.record is None,
+    done = _done(snap, end, pycs, bool(record_steps))._replace(
+        undo_written=undo_written, undo_removed=undo_removed
     )
     check = _writable(target, snap) if steps else ()
     return Plan(leaves, done, end.graph, end.mtime_ns, tuple(steps), result, check)

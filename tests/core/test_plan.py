@@ -258,6 +258,7 @@ def test_a_new_graph_py_rebuilds_the_targets_own_pycs_and_removes_the_others(spe
         ("remove", "graph.own-junk.pyc", None, None),
         ("remove", "graph.other.pyc", None, None),
     ]
+    assert (planned.done.pycs, planned.done.pycs_removed) == (3, 2)  # as the sentence counts them
     ends = [s for s in planned.steps if not isinstance(s, Rebuild)]  # the pycs are between
     assert [(type(s), s.path) for s in ends[:2] + ends[-1:]] == [
         (Write, UNDO),
@@ -277,6 +278,7 @@ def test_the_same_graph_py_rebuilds_only_its_stale_pycs(spec: PatchSpec) -> None
         ("remove", "graph.own-junk.pyc", None, None),
     ]
     assert len(planned.steps) == 3
+    assert (planned.done.graph, planned.done.pycs, planned.done.pycs_removed) == (False, 2, 1)
 
 
 def test_revert_rebuilds_the_pycs_for_the_original_at_its_mtime(spec: PatchSpec) -> None:
