@@ -17,8 +17,8 @@ from patcher.core.state import LAZY, Problem, State, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
-    from patcher.core.plan import Done
     from patcher.core.spec import PatchSpec
+    from patcher.core.steps import Done
 
 # What graph.py, the undo record and RECORD are, per state: the README's table says the same.
 DESCRIPTION: dict[State, str] = {

@@ -18,24 +18,11 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
 from patcher.core.spec import PatchSpec
 from patcher.core.state import LAZY, Action, State
-from patcher.core.steps import ABSENT, PlanStep, Rebuild, Remove, Write
+from patcher.core.steps import ABSENT, Done, PlanStep, Rebuild, Remove, Write
 from patcher.core.undo import FileChange, FileState, UndoRecord
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
-
-
-class Done(NamedTuple):
-    """What a plan writes, counted, for the sentence (patcher.core.messages)."""
-
-    graph: bool = False
-    line: int | None = None
-    undo_written: bool = False
-    undo_removed: bool = False
-    record: bool = False
-    pycs: int = 0
-    pycs_removed: int = 0
-    no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)
 
 
 class Plan(NamedTuple):

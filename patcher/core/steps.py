@@ -38,3 +38,16 @@ class Rebuild(NamedTuple):
 
 # What a plan holds: a Rebuild is compiled by the target interpreter, then written as a Write.
 PlanStep = Step | Rebuild
+
+
+class Done(NamedTuple):
+    """What a plan writes, counted, for the sentence (patcher.core.messages)."""
+
+    graph: bool = False
+    line: int | None = None
+    undo_written: bool = False
+    undo_removed: bool = False
+    record: bool = False
+    pycs: int = 0
+    pycs_removed: int = 0
+    no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)

@@ -13,7 +13,7 @@ from patcher.core import facts, plan, state, steps
 from patcher.core.classify import classify
 from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.spec import PatchSpec
-from patcher.core.steps import ABSENT, ANY, PlanStep, Rebuild, Remove, Write
+from patcher.core.steps import ABSENT, ANY, Done, PlanStep, Rebuild, Remove, Write
 from tests.core import world
 from tests.core.world import (
     AFTER_RECORD_STAT,
@@ -201,7 +201,7 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
     # what the plan says it does (for the sentence) is what its steps do
     writes = [s.path for s in steps if isinstance(s, Write)]
     removes = [s.path for s in steps if isinstance(s, Remove)]
-    assert planned.done == plan.Done(
+    assert planned.done == Done(
         graph=bool(written),
         line=planned.done.line,
         undo_written=UNDO in writes,

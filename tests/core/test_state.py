@@ -191,19 +191,19 @@ _USUAL_STARTS = ("pristine", "patched", "apply-interrupted", "unrecorded")  # ap
 def test_a_change_of_graph_py_says_what_it_was_unless_it_is_the_usual_start(
     command: str, name: state.State
 ) -> None:
-    from patcher.core import messages, plan
+    from patcher.core import messages, steps
     from patcher.core.classify import Known
 
-    said = messages.changed(command, name, Known("eager", None, None), "9.0.0", plan.Done(True, 3), False)
+    said = messages.changed(command, name, Known("eager", None, None), "9.0.0", steps.Done(True, 3), False)
     assert ("; it was: " in said) == (name not in _USUAL_STARTS), said
 
 
 @pytest.mark.parametrize("name", ALL_STATES)
 def test_an_undo_record_that_only_follows_records_row_is_not_said_to_be_written(name: state.State) -> None:
-    from patcher.core import messages, plan
+    from patcher.core import messages, steps
     from patcher.core.classify import Known
 
-    done = plan.Done(undo_written=True, record=True)
+    done = steps.Done(undo_written=True, record=True)
     said = messages.changed("apply", name, Known("eager", None, None), "9.0.0", done, False)
     assert ("wrote its undo record" in said) == (name not in ("patched", "apply-interrupted")), said
     assert "updated RECORD" in said
