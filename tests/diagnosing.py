@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from patcher.core.exitcodes import ExitCode
+from patcher.core.errors import ExitCode
 from patcher.core.report import Report
 from patcher.diagnose import procs
 from patcher.diagnose.model import TorchFacts
