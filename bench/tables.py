@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,17 @@ def compile_time() -> str:
             for r in rows("compile_time.csv")
         ],
     )
+
+
+def compile_time_growth() -> str:
+    """How unpatched grows per level of the chain, from depth 20 on, in figures taken from the table."""
+    unpatched = [
+        (int(r["depth"]), float(r["unpatched_s"])) for r in rows("compile_time.csv") if r["unpatched_s"]
+    ]
+    deep = [(depth, seconds) for depth, seconds in unpatched if depth >= 20]
+    levels = [(later / earlier) ** (1 / (b - a)) for (a, earlier), (b, later) in itertools.pairwise(deep)]
+    shown = ", ".join(f"{seconds:.2g} s at {depth}" for depth, seconds in deep)
+    return f"{min(levels):.1f}x to {max(levels):.1f}x per level from depth {deep[0][0]} on ({shown})"
 
 
 def compile_time_summary() -> str:
@@ -88,6 +100,16 @@ def diagnose_speed() -> str:
     return _table(["measure", "value"], [[r["measure"], r["value"]] for r in rows("diagnose_speed.csv")])
 
 
+def diagnose_speed_summary() -> str:
+    """The diagnose figures the text quotes, from the same CSV as its table."""
+    measured = {r["measure"]: float(r["value"]) for r in rows("diagnose_speed.csv")}
+    return (
+        f"{measured['diagnose_8_ranks_s']:.1f} s with the defaults, "
+        f"{measured['diagnose_8_ranks_5_samples_s']:.1f} s with `--samples 5`; one dump takes "
+        f"{measured['dump_s']:g} s"
+    )
+
+
 def image_step() -> str:
     return _table(
         ["build", "lines added", "MB added", "beyond the patch (MB)", "median (s)", "fastest to slowest (s)", "builds"],
@@ -116,11 +138,13 @@ def ci_runs() -> str:
 
 TABLES: dict[str, Callable[[], str]] = {
     "compile-time": compile_time,
+    "compile-time-growth": compile_time_growth,
     "compile-time-summary": compile_time_summary,
     "tool-speed": tool_speed,
     "tool-speed-run": tool_speed_run,
     "verify-target": verify_target,
     "diagnose-speed": diagnose_speed,
+    "diagnose-speed-summary": diagnose_speed_summary,
     "image-step": image_step,
     "ci-runs": ci_runs,
 }
