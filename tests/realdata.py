@@ -143,12 +143,35 @@ def other_pythons() -> list[Path]:
     return [found[k] for k in sorted(found)]
 
 
+def interpreter(python: str | Path) -> tuple[Path, str]:
+    """What `python` is: the file its links lead to, and the version it reports (`sys.version`: the
+    release, its build and its compiler). A venv's `bin/python` is only a link, which a venv made
+    again under the same name points at another Python."""
+    done = subprocess.run(
+        [str(python), "-c", "import sys; print(sys.version)"], capture_output=True, text=True, check=True
+    )
+    return Path(python).resolve(), done.stdout.strip()
+
+
 def _ready(venv: Path) -> bool:
-    return (venv / ".ready").exists() and (venv / "bin" / "python").exists()
+    """Complete, and its `bin/python` still the Python the venv was made by (pyvenv.cfg's version):
+    a venv made from another venv's `bin/python` (as Python 3.10's venv links it) would otherwise run
+    another Python over site-packages that are not its own."""
+    python, config = venv / "bin" / "python", venv / "pyvenv.cfg"
+    if not ((venv / ".ready").exists() and python.exists() and config.exists()):
+        return False
+    made = re.search(r"^version\s*=\s*(\S+)", config.read_text(), re.M)
+    runs = subprocess.run(
+        [str(python), "-c", "import platform; print(platform.python_version())"],
+        capture_output=True,
+        text=True,
+    )
+    return made is not None and runs.returncode == 0 and runs.stdout.strip() == made[1]
 
 
 def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: str) -> Path:
-    """A venv built once under a lock and marked ready only when complete; a half-built one is redone."""
+    """A venv built once under a lock and marked ready only when complete; a half-built one is redone.
+    It is made by the interpreter `python` leads to, never through another venv's link."""
     if _ready(venv):
         return venv
     with cache_lock(f"venv-{venv.name}"):
@@ -156,7 +179,8 @@ def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: s
             return venv
         shutil.rmtree(venv, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
+        made_by = Path(python).resolve()
+        subprocess.run([str(made_by), "-m", "venv", str(venv)], check=True, capture_output=True)
         try:
             pip(["install", "--quiet", *requirements], what, python=venv / "bin" / "python")
         except Unavailable:
@@ -188,7 +212,7 @@ def deps_venv(python: Path, requirements: list[str] | None = None) -> Path:
     """A venv of `python` with only the tool's dependencies (or `requirements`): the checkout runs
     from its own tree (PYTHONPATH), so no checkout is ever installed into a venv that others share."""
     requirements = requirements or tool_dependencies()
-    key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
-    return _build_venv(
-        CACHE / "venvs" / f"deps-{python.name}-{key}", python, requirements, "the tool's dependencies"
-    )
+    path, version = interpreter(python)
+    key = hashlib.sha256("\n".join([str(path), version, *requirements]).encode()).hexdigest()[:12]
+    name = f"deps-py{version.split()[0]}-{key}"  # keyed by what it is: the Python and what it holds
+    return _build_venv(CACHE / "venvs" / name, path, requirements, "the tool's dependencies")

@@ -126,4 +126,10 @@ def test_fingerprints_under_the_oldest_libcst_allowed() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     probe = _checkout(Path(sys.executable), "--version", requirements=pins)
     assert probe.returncode == 0
+    venv = realdata.deps_venv(Path(sys.executable), pins)
+    ask = "import sys; print(sys.version, sys.base_prefix)"
+    asked = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", ask], capture_output=True, text=True, check=True
+    )
+    assert asked.stdout.strip() == f"{sys.version} {sys.base_prefix}", "not the runner's Python"
     assert version("libcst") != f"{oldest[1]}.0", "the runner should have the newest libcst, not the oldest"
