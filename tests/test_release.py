@@ -180,15 +180,15 @@ def test_the_changelog_gives_this_versions_notes_and_the_readme_links_the_releas
     assert "keepachangelog.com" in changelog
     headings = re.findall(r"^## \[([^\]]+)\]", changelog, re.M)
     assert headings[0] in ("Unreleased", patcher.__version__) and patcher.__version__ in headings
-    (create,) = [run for run in _runs(_workflow("release.yml")) if "gh release create" in run]
-    awk = re.search(r"awk (.*) CHANGELOG.md", create)
+    (notes,) = [run for run in _runs(_workflow("release.yml")) if "CHANGELOG.md" in run]
+    awk = re.search(r"awk (.*) CHANGELOG.md", notes)
     assert awk
-    notes = subprocess.run(
+    taken = subprocess.run(
         ["bash", "-c", f"awk {awk[1]} CHANGELOG.md".replace('"$version"', patcher.__version__)],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     entry = changelog.split(f"## [{patcher.__version__}]")[1].split("\n## [")[0]
-    assert notes.strip() and notes.strip() == entry.split("\n", 1)[1].strip()
+    assert taken.strip() and taken.strip() == entry.split("\n", 1)[1].strip()
     readme = (ROOT / "README.md").read_text()
     assert "(CHANGELOG.md)" in readme and "(docs/releasing.md)" in readme
     releasing = (ROOT / "docs" / "releasing.md").read_text()
