@@ -10,10 +10,12 @@ an older Python can still run to say, in one sentence, that it is too old.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
-import zipapp
+import time
+import zipfile
 from importlib import metadata
 from pathlib import Path
 
@@ -21,6 +23,8 @@ NAME = "torch-lazylog.pyz"
 # Run as a command (the tool image's /torch-lazylog, copied to /usr/local/bin): the python3 on PATH, with
 # -B, so starting it writes no bytecode into the environment it patches (a .pth file's import would).
 INTERPRETER = "/usr/bin/env -S python3 -B"
+# The earliest time a zip member can carry: the members' time when SOURCE_DATE_EPOCH is unset.
+ZIP_EPOCH = 315532800  # 1980-01-01T00:00:00Z
 
 
 def _stage(into: Path) -> None:
@@ -46,9 +50,31 @@ def build(out: Path) -> Path:
         _stage(root)
         shutil.copyfile(Path(__file__).resolve().parent / "cli" / "zipmain.py", root / "__main__.py")
         _vendor("click", root)
-        zipapp.create_archive(root, out, interpreter=INTERPRETER, compressed=True)
-    out.chmod(out.stat().st_mode | 0o111)  # a command for every user (zipapp gives the owner only)
+        _archive(root, out)
+    out.chmod(0o755)  # a command for every user
     return out
+
+
+def _archive(root: Path, out: Path) -> None:
+    """The zipapp of `root`, the same bytes for the same files: the shebang line, then the members in
+    name order, each with one time (SOURCE_DATE_EPOCH's, as reproducible builds set it, or the
+    earliest a zip holds) and one mode, whatever the checkout's clock, umask and directory order."""
+    epoch = max(int(os.environ.get("SOURCE_DATE_EPOCH") or ZIP_EPOCH), ZIP_EPOCH)
+    stamp = time.gmtime(epoch)[:6]
+    with open(out, "wb") as file:
+        file.write(f"#!{INTERPRETER}\n".encode())
+        with zipfile.ZipFile(file, "w") as archive:
+            for path in sorted(root.rglob("*"), key=lambda p: p.relative_to(root).as_posix()):
+                name = path.relative_to(root).as_posix()
+                if path.is_dir():  # as zipapp writes them: a directory entry for each
+                    member = zipfile.ZipInfo(f"{name}/", date_time=stamp)
+                    member.external_attr = (0o40755 << 16) | 0x10  # MS-DOS directory bit
+                    archive.writestr(member, b"")
+                else:
+                    member = zipfile.ZipInfo(name, date_time=stamp)
+                    member.compress_type = zipfile.ZIP_DEFLATED
+                    member.external_attr = 0o100644 << 16
+                    archive.writestr(member, path.read_bytes())
 
 
 def _vendor(name: str, into: Path) -> None:

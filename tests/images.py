@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.server
+import json
 import os
 import platform
 import re
@@ -110,29 +112,102 @@ def _check(done: subprocess.CompletedProcess[str], what: str) -> None:
 
 def os_image() -> str:
     """Debian bookworm (minbase + python3, python3-venv, ca-certificates) as an engine image."""
+    return _debootstrapped(OS_TAG, ["python3", "python3-venv", "ca-certificates"])
+
+
+def _debootstrapped(tag: str, packages: list[str], arch: str = "") -> str:
+    """Debian bookworm (minbase and `packages`) as the engine image `tag`, made once with debootstrap:
+    for this machine's architecture by `docker import`; for another (`arch`, debootstrap's name),
+    as an image of that architecture with the host's CA bundle (_load_foreign)."""
     engine()
-    if has_image(OS_TAG):
-        return OS_TAG
-    with realdata.cache_lock("image-os"):
-        if has_image(OS_TAG):
-            return OS_TAG
+    if has_image(tag):
+        return tag
+    with realdata.cache_lock("image-os" + (f"-{arch}" if arch else "")):
+        if has_image(tag):
+            return tag
         if shutil.which("debootstrap") is None:
             raise EngineUnavailable("debootstrap is not installed (`.ci/run` installs it)")
         with tempfile.TemporaryDirectory(dir=realdata.CACHE) as work:
             root = Path(work) / "root"
             done = subprocess.run(
-                ["debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
-                 SUITE, str(root), _mirror()],
-                capture_output=True, text=True, timeout=1800,
+                ["debootstrap", *([f"--arch={arch}"] if arch else []), "--variant=minbase",
+                 f"--include={','.join(packages)}", SUITE, str(root), _mirror()],
+                capture_output=True, text=True, timeout=3600,
             )  # fmt: skip
-            _check(done, "debootstrap the stand-in base")
+            _check(done, f"debootstrap the stand-in base {tag}")
+            if arch:
+                _load_foreign(root, tag, arch)
+                return tag
             tar = subprocess.Popen(["tar", "-C", str(root), "-c", "."], stdout=subprocess.PIPE)
             imported = subprocess.run(
-                [DOCKER, "import", "-", OS_TAG], stdin=tar.stdout, capture_output=True, text=True
+                [DOCKER, "import", "-", tag], stdin=tar.stdout, capture_output=True, text=True
             )
             tar.wait()
-            _check(imported, "import the stand-in base")
-    return OS_TAG
+            _check(imported, f"import the stand-in base {tag}")
+    return tag
+
+
+def _load_foreign(root: Path, tag: str, arch: str) -> None:
+    """`root` as the image `tag` of architecture `arch`, with the host's CA bundle and the stand-ins'
+    pip settings (_HEADER's): the engine's `docker import` sets no other architecture (Docker 20.10
+    without experimental), so this writes the tarball `docker save` would and loads it."""
+    shutil.copy2(CA_BUNDLE, root / "etc" / "ssl" / "certs" / "ca-certificates.crt")
+    with tempfile.TemporaryDirectory(dir=realdata.CACHE) as work:
+        bundle = Path(work)
+        subprocess.run(
+            ["tar", "-C", str(root), "--numeric-owner", "-cf", str(bundle / "layer.tar"), "."], check=True
+        )
+        digest = hashlib.sha256()
+        with open(bundle / "layer.tar", "rb") as layer:
+            for chunk in iter(lambda: layer.read(1 << 20), b""):
+                digest.update(chunk)
+        cert = "/etc/ssl/certs/ca-certificates.crt"
+        env = [f"PATH={DEFAULT_PATH}", f"PIP_CERT={cert}", f"SSL_CERT_FILE={cert}"]
+        env += [
+            "PIP_DISABLE_PIP_VERSION_CHECK=1",
+            "PIP_ROOT_USER_ACTION=ignore",
+            "PIP_BREAK_SYSTEM_PACKAGES=1",
+        ]
+        config = json.dumps({
+            "architecture": arch, "os": "linux", "created": "1970-01-01T00:00:00Z",
+            "config": {"Env": env, "Cmd": ["/bin/bash"]},
+            "rootfs": {"type": "layers", "diff_ids": [f"sha256:{digest.hexdigest()}"]},
+            "history": [{"created": "1970-01-01T00:00:00Z", "created_by": f"debootstrap --arch={arch} {SUITE}"}],
+        }).encode()  # fmt: skip
+        name = f"{hashlib.sha256(config).hexdigest()}.json"
+        (bundle / name).write_bytes(config)
+        manifest = [{"Config": name, "RepoTags": [tag], "Layers": ["layer.tar"]}]
+        (bundle / "manifest.json").write_text(json.dumps(manifest))
+        tar = subprocess.Popen(["tar", "-C", str(bundle), "-c", "."], stdout=subprocess.PIPE)
+        loaded = subprocess.run([DOCKER, "load"], stdin=tar.stdout, capture_output=True, text=True)
+        tar.wait()
+        _check(loaded, f"load the stand-in base {tag}")
+
+
+# arm64 (GH200, GB200 hosts): run here by qemu-user-static through binfmt_misc, registered with the
+# F flag so that it works inside chroots and containers.
+ARM64_OS_TAG = f"torch-lazylog-os:{SUITE}-arm64"
+QEMU_AARCH64 = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+
+
+def arm64_emulated() -> None:
+    """Make this machine run arm64 binaries (apt's qemu-user-static and binfmt-support)."""
+    if not Path("/usr/sbin/update-binfmts").exists() or not Path("/usr/bin/qemu-aarch64-static").exists():
+        raise EngineUnavailable(
+            "qemu-user-static and binfmt-support are not installed (`.ci/run` installs them)"
+        )
+    if not Path("/proc/sys/fs/binfmt_misc/status").exists():
+        subprocess.run(["mount", "-t", "binfmt_misc", "binfmt_misc", "/proc/sys/fs/binfmt_misc"], check=False)
+    subprocess.run(["update-binfmts", "--enable", "qemu-aarch64"], capture_output=True, check=False)
+    if not QEMU_AARCH64.exists() or not QEMU_AARCH64.read_text().startswith("enabled"):
+        raise EngineUnavailable("binfmt_misc has no enabled qemu-aarch64 entry (update-binfmts --enable)")
+
+
+def arm64_os_image() -> str:
+    """Debian bookworm for arm64 with python3, pip and ca-certificates: the base Dockerfile.rocm's
+    tool stage builds on for linux/arm64 (a CUDA image's Python on GH200 stands in)."""
+    arm64_emulated()
+    return _debootstrapped(ARM64_OS_TAG, ["python3", "python3-pip", "ca-certificates"], "arm64")
 
 
 _BASE_DOCKERFILE = """\
@@ -507,8 +582,6 @@ TOOL_NAME = "torch-lazylog:0.1.0"
 
 
 def _context_digest(context: Path) -> str:
-    import hashlib
-
     digest = hashlib.sha256()
     for path in sorted(p for p in context.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(context)).encode() + b"\0" + path.read_bytes() + b"\0")
@@ -519,6 +592,12 @@ def tool_image(extra: str = "") -> str:
     """The tool image of this checkout, made by the README's command (Dockerfile.rocm's `torch-lazylog`
     stage) on the rocm-venv stand-in's Python, built once a content and named after it. `extra`: a
     module of that name added to the tool (another version of it)."""
+    return _tool_image("", rocm_base, extra)
+
+
+def _tool_image(platform: str, base_image: Callable[[], str], extra: str = "") -> str:
+    """The README's tool-image build of this checkout on `base_image()`, for `platform` (BuildKit's
+    --platform; "" for the engine's own), under a tag named after the context's content."""
     from tests.docs import command
 
     engine()
@@ -526,23 +605,24 @@ def tool_image(extra: str = "") -> str:
         context = tool_context(Path(work) / "context")
         if extra:
             (context / "patcher" / extra).write_text('"""Only in another version of torch-lazylog."""\n')
-        tag = f"torch-lazylog-tool:{_context_digest(context)}"
+        arch = platform.rpartition("/")[2]
+        tag = f"torch-lazylog-tool:{arch + '-' if arch else ''}{_context_digest(context)}"
         if has_image(tag):
             return tag
-        base = rocm_base()
+        base = base_image()
         shown = command("tool-image", {".": str(context)})
         assert shown[:2] == ["docker", "build"] and shown[shown.index("-t") + 1] == TOOL_NAME, shown
         shown[shown.index("-t") + 1] = tag  # the README's name is given under a lock (tool_named)
         shown[shown.index("-f") + 1] = str(context / shown[shown.index("-f") + 1])
-        with realdata.cache_lock("image-tool"):
+        with realdata.cache_lock("image-tool" + (f"-{arch}" if arch else "")):
             if has_image(tag):
                 return tag
             start = time.monotonic()
             done = docker(
-                *shown[1:2], "--network=host", "--progress=plain", "--build-arg", f"BASE_IMAGE={base}",
-                *shown[2:], env=BUILDKIT,
+                *shown[1:2], "--network=host", "--progress=plain", *(["--platform", platform] if platform else []),
+                "--build-arg", f"BASE_IMAGE={base}", *shown[2:], env=BUILDKIT,
             )  # fmt: skip
-            _check(done, f"build the tool image ({' '.join(shown)})")
+            _check(done, f"build the tool image ({' '.join(shown)}{' for ' + platform if platform else ''})")
             _log(f"built {tag} in {time.monotonic() - start:.0f} s, {image_mb(tag):.1f} MB")
     return tag
 
@@ -649,3 +729,18 @@ def build_with_wheels(
             "build", "--network=host", "--progress=plain", "--build-arg", f"WHEELS={url}", *args,
             "-t", tag, str(context), env=BUILDKIT,
         )  # fmt: skip
+
+
+# Issue 49: the tool image for linux/arm64, built and run here under qemu-user-static.
+
+
+def arm64_base() -> str:
+    """The arm64 base Dockerfile.rocm's tool stage builds on: Debian's arm64 Python with pip, and this
+    machine's CA bundle for the package index."""
+    return arm64_os_image()
+
+
+def arm64_tool_image() -> str:
+    """This checkout's tool image for linux/arm64: the README's tool-image build with BuildKit's
+    --platform linux/arm64 on the arm64 base, its tool stage run by qemu."""
+    return _tool_image("linux/arm64", arm64_base)

@@ -84,17 +84,21 @@ def _standin(tmp_path: Path, version: str = "2.10.0") -> Path:
     return venv
 
 
-def test_the_tool_images_libcst_is_the_range_the_package_requires() -> None:
-    """Dockerfile.rocm fetches libcst for each Python into the tool image: the range pyproject.toml's
-    dependencies name, and the Pythons the package supports up to the newest tested here."""
+def test_the_tool_image_installs_the_tested_click_and_libcst_within_the_packages_ranges() -> None:
+    """Dockerfile.rocm fetches click and libcst into the tool image: each pinned to the version the
+    suite runs with (.ci/constraints.txt, which .ci/run installs), inside the range pyproject.toml's
+    dependencies name; libcst for the Pythons the package supports up to the newest tested here."""
     from importlib import metadata
 
     from packaging.requirements import Requirement
 
-    requires = [Requirement(r) for r in metadata.requires("torch-lazylog") or [] if r.startswith("libcst")]
     dockerfile = (ROOT / "Dockerfile.rocm").read_text()
-    fetched = [Requirement(r) for r in re.findall(r"'(libcst[^']*)'", dockerfile)]
-    assert requires == fetched, (requires, fetched)
+    constraints = (ROOT / ".ci" / "constraints.txt").read_text()
+    for name in ("click", "libcst"):
+        (pinned,) = re.findall(rf"'{name}==([^']+)'", dockerfile)
+        assert re.search(rf"^{name}=={re.escape(pinned)}$", constraints, re.M), (name, pinned)
+        (required,) = [Requirement(r) for r in metadata.requires("torch-lazylog") or [] if r.startswith(name)]
+        assert required.specifier.contains(pinned), (name, pinned, str(required))
     minors = re.search(r"for minor in ([\d. ]+); do", dockerfile)
     assert minors and minors[1].split() == ["3.10", "3.11", "3.12", "3.13"]
     assert metadata.metadata("torch-lazylog")["Requires-Python"] == ">=3.10"
