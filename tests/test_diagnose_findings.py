@@ -460,3 +460,15 @@ def test_diagnose_has_no_parameter_default_only_tests_use() -> None:
     package = Path(procs.__file__).parent
     found = [d for path in sorted(package.glob("*.py")) for d in _defaults(ast.parse(path.read_text()))]
     assert sorted(found) == sorted(USED_BY_THE_PRODUCT)
+
+
+def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() -> None:
+    """Recorded on torch 2.10.0 past Dynamo's recompile limit (tests/scenarios/stalls.py fallback):
+    the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""
+    samples = [_recorded("recompile-fallback-1"), _recorded("recompile-fallback-2")]
+    found = verdict.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
+    assert (found.kind, found.code) == ("moving", ExitCode.OK)
+    assert found.phase is not None and found.phase.startswith("running a torch.compile'd function as Python")
+    assert "compile_wrapper" in found.phase and "tracing" not in found.phase
+    tracing = _recorded("compiling-1")
+    assert "Dynamo tracing" not in (verdict.phase_of([tracing], RULES) or "Dynamo tracing (x)")

@@ -270,11 +270,13 @@ def _evidence(f: Finding) -> JsonValue:
     if workers is not None and f.kind.startswith("compile-workers-gone"):
         found["sidecar"], found["orphans"] = workers.sidecar, list(workers.orphans)
         found["fx_compile_mode"], found["wchan"] = workers.fx_mode, workers.wchan
-    if peers is not None and not f.awaited_by:
-        found["collective"], found["waiting"] = peers.collective, list(peers.waiting)
-    elif peers is not None:
+    if peers is not None:
         found["collective"] = peers.collective
-        found["odd"] = [{"pid": r.pid, "finding": r.kind, "where": r.where} for r in peers.odd]
+    if peers is not None and not f.awaited_by:  # a waiting rank: the job's ranks waiting, and the others
+        found["waiting"] = list(peers.waiting)
+        found["odd"] = [
+            {"pid": r.pid, "rank": r.rank, "finding": r.kind, "where": r.where} for r in peers.odd
+        ]
     if peers is not None and peers.absent:
         found["absent_ranks"] = list(peers.absent)
     if f.awaited_by:

@@ -222,7 +222,8 @@ def with_peers(judged: list[tuple[ProcessFacts, Finding]], rules: Rules) -> list
             found = found._replace(awaited_by=peers.waiting, peers=peers)
             if found.kind in AWAITABLE:
                 rule = rules.by_kind("rank-awaited")
-                found = found._replace(kind=rule.kind, code=rule.code or ExitCode.STALLED, id=rule.id)
+                code = rule.code if rule.code is not None else found.code
+                found = found._replace(kind=rule.kind, code=code, id=rule.id)
         out.append(found)
     return out
 
