@@ -19,7 +19,8 @@ this checkout); TAG is an argument only, so a test can find its processes.
                   Inductor's sidecar); compiles one function and prints `sidecar PID` (or `no sidecar`),
                   then, once the file GO exists, compiles a function of OPS operations and prints
                   `compiled`: with the sidecar killed meanwhile, a small graph waits on its future
-                  forever, a large one blocks writing to the sidecar's pipe (64 KiB, never read)
+                  forever, a large one (40 operations: about 110 kB pickled) blocks writing to the
+                  sidecar's pipe (64 KiB, never read)
 """
 
 import os
