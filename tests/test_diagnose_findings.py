@@ -12,7 +12,7 @@ from typing import Any, get_args
 import pytest
 
 from patcher.core.errors import Advice, ExitCode
-from patcher.diagnose import findings, procs, render, stacks, verdict
+from patcher.diagnose import findings, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,
     Evidence,
@@ -20,9 +20,11 @@ from patcher.diagnose.model import (
     Holder,
     Kind,
     Lock,
+    Mount,
     ProcessFacts,
     Sample,
     Stack,
+    Start,
     TorchFacts,
     Workers,
 )
@@ -76,8 +78,14 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     assert headings == ids  # in the order the engine walks them
 
 
+def _lock(*fields: Any, **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as procs reads it)."""
+    waiting = _recorded("jit-lock-wait")[0].frames[0]
+    return Lock(*fields, **({"waiting": waiting} | changes))
+
+
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
-    d = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, ())))
+    d = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ())))
     known = set(render._fields(d))
     for rule in findings.load().findings:
         for template in (rule.said, rule.next or ""):
@@ -85,58 +93,67 @@ def test_every_sentence_and_step_names_only_what_render_knows() -> None:
             assert named <= known, (rule.id, named - known)
 
 
-def test_the_recorded_wait_names_its_lock_from_the_frames_locals() -> None:
-    assert findings.lock_named(_recorded("jit-lock-wait"), findings.load()) == (
-        "/tmp/run/ext/x",
-        False,
-        "lock",
-    )
-    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == {"lock"}
+def test_a_lock_is_read_only_for_a_process_no_finding_of_frames_matches() -> None:
+    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == set()
+    assert verdict.wanted([_recorded("pool-wait")], findings.load()) == {"workers"}
+
+
+NFS = Mount("/home", "nfs4", "filer:/export/home")
+START = Start(4242, ("/venv/bin/python", "serve.py", "--port", "8000"), "/srv/app",
+              (("TORCH_EXTENSIONS_DIR", "/tmp/run/ext"),), container=False)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("lock", "kind", "step"),
     [
-        pytest.param(Lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"rm -- {LOCK}", id="left-behind"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"kill 4242 && rm -- {LOCK}", id="left-behind"),
         pytest.param(
-            Lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
             "jit-lock-held", None, id="held",
         ),
-        pytest.param(Lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
-        pytest.param(Lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
+        pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
+        pytest.param(
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK"),
+            "os-lock-held", None, id="flock",
+        ),
     ],
 )  # fmt: skip
-def test_a_jit_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
+def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
     d = _judged("jit-lock-wait", Evidence(lock=lock))
     assert (d.finding.kind, d.finding.code) == (kind, ExitCode.STALLED)
     assert render.next_step(d) == step
     said = render.paragraph(d)
     assert "waits in FileBaton.wait (torch/utils/file_baton.py:51)" in said
-    if kind == "jit-lock-held":
-        assert "held open by PID 77 (python build.py), sleeping in hrtimer_nanosleep" in said
-        assert "rm " not in said and "Patch the torch" not in said
+    if kind in ("jit-lock-held", "os-lock-held"):
+        assert "by PID 77 (python build.py), sleeping in " in said
+        assert "rm " not in said and "Patch the torch" not in said and "Do not remove" in said
     if kind == "jit-lock-stale":
-        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said
+        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said and "ImportError" in said
+    if kind == "jit-lock-unseen":
+        assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
+        assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said
+
+
+def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started() -> None:
+    d = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START))
+    assert render.next_step(d) == (
+        f"kill 4242 && rm -- {LOCK} && cd /srv/app && env TORCH_EXTENSIONS_DIR=/tmp/run/ext "
+        "/venv/bin/python serve.py --port 8000"
+    )
+    rank = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40)))
+    assert (step := render.next_step(rank)) and step.startswith(f"kill 40 && rm -- {LOCK} && cd /srv/app")
+    assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank)
+    boxed = _judged(
+        "jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(container=True))
+    )
+    assert render.next_step(boxed) == f"kill 4242 && rm -- {LOCK}"  # its start runs in its container
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
-    d = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, (), unread=2)))
+    d = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, (), unread=2)))
     assert d.finding.kind == "jit-lock-stale" and "2 processes could not be read" in render.paragraph(d)
-
-
-def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
-    cut = Frame("_jit_compile", "/venv/lib/python3/site-packages/torch/utils/cpp_extension.py", 2225,
-                (("build_directory", f'"{tmp_path}/ext/lo..."'),))  # fmt: skip
-    sample = (Stack("MainThread", (cut,)),)
-    assert findings.lock_named(sample, findings.load()) == (f"{tmp_path}/ext/lo", True, "lock")
-    (tmp_path / "ext" / "long_name").mkdir(parents=True)
-    process = _process(root="")
-    assert not procs.lock_of(process, sample, findings.load()).whole  # no lock file in it yet
-    (tmp_path / "ext" / "long_name" / "lock").touch()
-    found = procs.lock_of(process, sample, findings.load())
-    assert found.whole and found.path == f"{tmp_path}/ext/long_name/lock" and found.holders == ()
-    (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
-    assert not procs.lock_of(process, sample, findings.load()).whole
 
 
 def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_the_variable() -> None:
@@ -231,10 +248,10 @@ def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -
     eager = render.Diagnosed(
         _process(1), EAGER, verdict.finding_of(_process(1), [_recorded("eager-depth26")], EAGER)
     )
-    stale = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    stale = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     lazy = _judged("rank-elsewhere", Evidence(cpu=IDLE), LAZY, pid=3)
     assert render.report([lazy, stale], []).code == ExitCode.STALLED
-    assert render.report([lazy, stale], []).next == Advice(f"rm -- {LOCK}")
+    assert render.report([lazy, stale], []).next == Advice(f"kill 2 && rm -- {LOCK}")
     assert render.report([stale, eager], []).code == ExitCode.EAGER
 
 

@@ -58,7 +58,8 @@ class TorchFacts(NamedTuple):
 
 Kind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
-    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "compile-workers-gone", "ranks-out-of-step",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held",
+    "compile-workers-gone", "ranks-out-of-step",
     "ranks-waiting-for-progress", "in-collective", "moving",
 ]  # fmt: skip
 
@@ -72,6 +73,14 @@ class Holder(NamedTuple):
     wchan: str  # the kernel function it sleeps in ('' when running)
 
 
+class Mount(NamedTuple):
+    """The mount a file is on, as /proc/PID/mountinfo gives it (the longest mount point over it)."""
+
+    point: str
+    fstype: str  # ext4, overlay, nfs4, fuse.sshfs, ...
+    source: str  # /dev/vda, server:/export, overlay, ...
+
+
 class Lock(NamedTuple):
     path: str  # as the process names it ('' when no frame's locals name it)
     read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
@@ -79,6 +88,22 @@ class Lock(NamedTuple):
     holders: tuple[Holder, ...]
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
     unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
+    waiting: Frame | None = None  # the loop that waits (FileBaton.wait, filelock's poll)
+    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for a lock file that must vanish
+    mount: Mount | None = None
+    # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
+    # the lock is on its container's own root; and it is not on a network or cluster filesystem.
+    seen: bool = True
+
+
+class Start(NamedTuple):
+    """How a stuck process (or the job of a rank: its launcher) was started, as /proc tells it."""
+
+    pid: int  # the process to stop: the server itself, or the launcher of a rank
+    argv: tuple[str, ...]
+    cwd: str  # '' when unreadable
+    environment: tuple[tuple[str, str], ...]  # the variables that decide what it imports and builds
+    container: bool  # it runs in a container: its command is run there, not here
 
 
 class Workers(NamedTuple):
@@ -101,6 +126,7 @@ class Evidence(NamedTuple):
     lock: Lock | None = None
     workers: Workers | None = None
     cpu: Cpu | None = None
+    start: Start | None = None  # how to start it again, for a step that stops it
 
 
 class Rank(NamedTuple):

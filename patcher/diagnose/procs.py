@@ -9,16 +9,14 @@ signalled or removed.
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose import findings
 from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Holder, Lock, ProcessFacts, Sample, Workers
+from patcher.diagnose.model import Holder, ProcessFacts, Workers
 
 PROC = Path("/proc")
 _DELETED = " (deleted)"
@@ -356,30 +354,6 @@ def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
             continue  # ended meanwhile: its time is in its parent's reaped children's
         ticks += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
     return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _completed(root: str, prefix: str, join: str) -> str | None:
-    """The one file a cut path can be: the prefix completed within its last name."""
-    pattern = glob.escape(root + prefix) + "*" + (f"/{join}" if join else "")
-    found = glob.glob(pattern)
-    return found[0].removeprefix(root) if len(found) == 1 else None
-
-
-def lock_of(process: ProcessFacts, sample: Sample, rules: Rules) -> Lock:
-    named = findings.lock_named(sample, rules)
-    if named is None:
-        return Lock("", "", None, (), whole=False)
-    text, cut, join = named
-    path = _completed(process.root, text, join) if cut else f"{text}/{join}" if join else text
-    if path is None:
-        return Lock(text + findings.CUT, process.root + text, None, (), whole=False)
-    read_at = process.root + path
-    try:
-        age: float | None = max(0.0, time.time() - os.stat(read_at).st_mtime)
-    except OSError:
-        age = None
-    holders, unread = holding(path, read_at)
-    return Lock(path, read_at, age, holders, unread=unread)
 
 
 def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
