@@ -202,13 +202,22 @@ def test_a_file_baton_copy_in_a_package_of_another_name_is_named_with_its_lock(t
         assert "FileBaton.wait (utils.py:" in entry["message"] or "wait (utils.py:" in entry["message"]
 
 
-def test_an_flock_held_by_another_process_is_named_with_its_holder(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("how", "waits_in"),
+    [
+        pytest.param("flocked", ("acquire", "filelock/_core/_lock.py"), id="filelock-polls"),
+        pytest.param("flock-blocked", ("flock_blocked", "stalls.py"), id="kernel-blocks"),
+    ],
+)
+def test_an_flock_held_by_another_process_is_named_with_its_holder(
+    tmp_path: Path, how: str, waits_in: tuple[str, str]
+) -> None:
     lock = tmp_path / "cache.lock"
     with _running(tmp_path, "flock", "flock", str(lock)) as holder:
         _printed(tmp_path, "flock", "held")
-        with _running(tmp_path, "flocked", "flocked", str(lock)) as waiter:
-            _printed(tmp_path, "flocked", "waiting")
-            _in(waiter.pid, "acquire", "filelock/_core/_lock.py")
+        with _running(tmp_path, how, how, str(lock)) as waiter:
+            _printed(tmp_path, how, "waiting")
+            _in(waiter.pid, *waits_in)
             code, report, _ = diagnose_json(str(waiter.pid))
             (entry,) = report["processes"]
             assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-held", "TL-D105"), report

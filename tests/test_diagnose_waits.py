@@ -4,11 +4,13 @@ live process."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from patcher.diagnose import locks, waits
+from patcher.diagnose.model import Mount
 from tests.conftest import torch_venv
 
 
@@ -95,3 +97,31 @@ def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: 
     assert locks.whole_path("", cut) == f"{tmp_path}/ext/long_name/lock"
     (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
     assert locks.whole_path("", cut) is None
+
+
+@pytest.mark.parametrize(
+    ("fstype", "shared"),
+    [
+        pytest.param("nfs4", True, id="nfs"),
+        pytest.param("fuse.sshfs", True, id="fuse"),
+        pytest.param("lustre", True, id="lustre"),
+        pytest.param("ext4", False, id="local"),
+        pytest.param("overlay", False, id="overlay"),
+    ],
+)
+def test_a_lock_on_a_network_filesystem_is_never_all_in_view(fstype: str, shared: bool) -> None:
+    mount = Mount("/data", fstype, "somewhere")
+    assert locks.shared_by_hosts(mount) is shared
+    assert locks.all_in_view(mount) is (not shared and locks.initial_pid_namespace())
+
+
+def test_a_containers_own_root_is_all_in_view_and_a_volume_only_from_the_host() -> None:
+    assert locks.all_in_view(Mount("/", "overlay", "overlay"))
+    assert locks.all_in_view(Mount("/cache", "ext4", "/dev/sdb")) is locks.initial_pid_namespace()
+
+
+def test_a_files_mount_is_the_longest_mount_point_over_it() -> None:
+    found = locks.mount_of(os.getpid(), "/proc/self/status")
+    assert found is not None and (found.point, found.fstype) == ("/proc", "proc")
+    root = locks.mount_of(os.getpid(), "/")
+    assert root is not None and root.point == "/"

@@ -12,6 +12,7 @@ this checkout); TAG is an argument only, so a test can find its processes.
                   name, as aiter ships one) builds in WHERE: waits while WHERE/build.lock is there
   flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
   flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
+  flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
   ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT: rank 0 waits in
                   barrier(), rank 1 sits in hold_back()
   workers         Inductor's SubprocPool(2) with one long job; prints the sidecar's PID, then waits on
@@ -64,6 +65,17 @@ def flock(path: str, wait: bool) -> None:
     taken.acquire()
     print("held", flush=True)
     time.sleep(3600)
+
+
+def flock_blocked(path: str) -> None:
+    import fcntl
+
+    import torch  # noqa: F401
+
+    with open(path, "a") as file:
+        print("waiting", flush=True)
+        fcntl.flock(file, fcntl.LOCK_EX)
+        print("held", flush=True)
 
 
 def ranks(port: str) -> int:
@@ -120,6 +132,8 @@ def main(argv: list[str]) -> int:
         hold(args[0])
     elif what == "vendored":
         vendored(args[0], args[1])
+    elif what == "flock-blocked":
+        flock_blocked(args[0])
     elif what in ("flock", "flocked"):
         flock(args[0], wait=what == "flocked")
     elif what == "ranks":
