@@ -145,10 +145,15 @@ def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started()
     rank = _judged("jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40)))
     assert (step := render.next_step(rank)) and step.startswith(f"kill 40 && rm -- {LOCK} && cd /srv/app")
     assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank)
+    read_at = f"/proc/4242/root{LOCK}"
     boxed = _judged(
-        "jit-lock-wait", Evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(container=True))
+        "jit-lock-wait",
+        Evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(container=True)),
+        root="/proc/4242/root",
     )
-    assert render.next_step(boxed) == f"kill 4242 && rm -- {LOCK}"  # its start runs in its container
+    # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
+    assert render.next_step(boxed) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
+    assert "its container: start the container again" in render.paragraph(boxed)
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:

@@ -170,6 +170,26 @@ def test_a_holder_in_another_pid_namespace_is_never_called_stale(tmp_path: Path)
             assert lock.exists() and shell.poll() is None
 
 
+def test_a_stale_lock_in_a_containers_namespaces_read_from_the_host_is_removed_inside(tmp_path: Path) -> None:
+    """From the host every process is in view; the waiter's root is reached through /proc/PID/root,
+    which is gone once it ends: the printed step removes the lock in its mount namespace, then stops
+    it (the container is started again by whoever runs it)."""
+    extensions = _stale_lock(tmp_path)
+    lock = extensions / "x" / "lock"
+    python = torch_venv("2.10.0") / "bin" / "python"
+    unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
+    with running([*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)) as shell:
+        (waiter,) = _children(shell.pid, 1)
+        _in(waiter, "wait", "torch/utils/file_baton.py")
+        code, report, _ = diagnose_json(str(waiter))
+        (entry,) = report["processes"]
+        assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["container"], report
+        step = f"nsenter --target={waiter} --mount -- rm -- {shlex.quote(str(lock))} && kill {waiter}"
+        assert entry["next"] == step and "start the container again" in entry["message"]
+        subprocess.run(["bash", "-c", entry["next"]], check=False)
+        assert shell.wait(timeout=60) is not None and not lock.exists()
+
+
 def _vendored(tmp: Path) -> Path:
     """A package of another name that carries its own copy of torch's FileBaton (as aiter does),
     and builds under it."""

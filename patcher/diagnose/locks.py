@@ -267,5 +267,8 @@ def start_of(process: ProcessFacts) -> Start:
     except OSError:
         cwd = ""
     chosen = own if target == process.pid else procs.environ(target)
-    kept = tuple(sorted((k, v) for k, v in chosen.items() if k.startswith(ENVIRONMENT)))
+    on_path = bool(argv) and "/" not in argv[0]  # a command found on PATH: its PATH decides which
+    kept = tuple(
+        sorted((k, v) for k, v in chosen.items() if k.startswith(ENVIRONMENT) or (on_path and k == "PATH"))
+    )
     return Start(target, tuple(argv), cwd, kept, process.container)

@@ -126,11 +126,24 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
         "os_lock": lock.os if lock and lock.os else "?",
         "unseen": _unseen(d),
         "check": _check(d),
-        "stop": str(start.pid if start else d.process.pid),
+        "stop_and_remove": _stop_and_remove(d),
         "start": _start(start),
         "again": (f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else "")
         + (" (its container: start the container again once it has stopped)" if d.process.container else ""),
     }
+
+
+def _stop_and_remove(d: Diagnosed) -> str:
+    """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
+    first (its root is gone from /proc once it has ended), then the process stopped."""
+    lock, start = d.finding.evidence.lock, d.finding.evidence.start
+    pid = start.pid if start else d.process.pid
+    if lock is None:
+        return f"kill {pid}"
+    if d.process.container:
+        inside = f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)}"
+        return f"{inside} && kill {pid}"
+    return f"kill {pid} && rm -- {shlex.quote(lock.read_at)}"
 
 
 def _mount(lock: Lock | None) -> str:
