@@ -61,6 +61,11 @@ def poll_forever(p):
 def busy(p):
     while True:
         time.sleep(1)
+
+
+def until_ready(p):
+    while not os.path.exists(p):
+        time.sleep(1)
 """
 
 
@@ -82,6 +87,7 @@ def test_a_copy_under_another_name_is_a_wait_on_its_path(
     [
         pytest.param(24, True, id="a-sleep-loop-that-waits-for-no-file"),
         pytest.param(15, False, id="no-loop"),
+        pytest.param(29, True, id="a-wait-for-a-file-to-appear"),
     ],
 )
 def test_a_frame_that_waits_for_no_file_is_no_baton_wait(line: int, polling: bool) -> None:

@@ -13,6 +13,7 @@ with the caller's string locals.
 from __future__ import annotations
 
 import ast
+import functools
 import posixpath
 from typing import NamedTuple
 
@@ -58,8 +59,10 @@ def poll(tree: ast.Module, line: int) -> ast.While | None:
 
 
 def vanishing(loop: ast.While) -> ast.expr | None:
-    """The path whose existence the loop's test asks for: the loop waits for it to vanish."""
-    for call in _calls(loop.test, EXISTS):
+    """The path whose existence the loop's test asks for: the loop waits for it to vanish. (A test
+    of `not exists(...)` waits for a file to appear: no lock.)"""
+    tests = loop.test.values if isinstance(loop.test, ast.BoolOp) else [loop.test]
+    for call in (t for t in tests if isinstance(t, ast.Call) and _name(t.func) in EXISTS):
         if call.args:
             return call.args[0]
         if isinstance(call.func, ast.Attribute):  # `p.exists()`: the path is the object
@@ -195,7 +198,9 @@ def polls(source: str, line: int) -> bool:
     return tree is not None and poll(tree, line) is not None
 
 
+@functools.lru_cache(maxsize=64)
 def _parsed(source: str) -> ast.Module | None:
+    """One parse a source (threads and ranks idle in the same file share it); never mutated."""
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):
