@@ -264,26 +264,57 @@ def _children(pid: int, count: int, timeout: float = 60) -> list[int]:
     return found
 
 
-def test_ranks_out_of_step_name_the_odd_rank_and_its_function(tmp_path: Path) -> None:
+def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_torch(tmp_path: Path) -> None:
+    """Two ranks started as torchrun starts them: rank 0 in barrier(), rank 1 in the user's own code.
+    Rank 0 alone names rank 1 and the collective; rank 1 alone is the rank its job waits for; the
+    launcher's run exits 6 with the ranks' step first, and, on the shared venv's torch as it is
+    (unpatched, unless a suite holding the venvs' lock patched it meanwhile), the eager torch second."""
+    python = torch_venv("2.10.0") / "bin" / "python"
     with _running(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
         ranks = _children(launcher.pid, 2)
         by_rank = {procs.command_line(pid)[-1]: pid for pid in ranks}
         waiting, odd = by_rank["0"], by_rank["1"]
         _in(waiting, "barrier", "torch/distributed/distributed_c10d.py")
         _in(odd, "hold_back", "stalls.py")
-        code, report, _ = diagnose_json(str(launcher.pid))
-        entries = {e["pid"]: e for e in report["processes"]}
-        assert set(entries) == {waiting, odd}, report  # the launcher has no torch loaded
-        first = entries[waiting]
-        assert (first["finding"], first["id"], first["exit_code"]) == ("ranks-out-of-step", "TL-D301", 6)
-        # its own finding depends on the shared venv's torch (eager here, unless a suite patched it)
+        spy, apply = shlex.quote(stacks.find()), f"torch-lazylog apply --python {python}"
+
+        code, report, _ = diagnose_json(str(waiting))
+        (first,) = report["processes"]  # rank 1 is read as its job, and named in rank 0's paragraph
+        assert (code, first["finding"], first["id"]) == (6, "ranks-out-of-step", "TL-D301"), report
+        assert "waits in the collective barrier for ranks of its job on this machine" in first["message"]
         assert re.search(
-            rf"PID {odd} \({entries[odd]['finding']}\) in hold_back \(stalls.py:\d+\)", first["message"]
+            rf"PID {odd} \(rank 1\), (eager-torch|lazy), in hold_back \(stalls.py:\d+\)", first["message"]
         )
-        assert "waits in the collective barrier" in first["message"]
-        assert [r["pid"] for r in first["evidence"]["odd"]] == [odd]
-        assert entries[odd]["evidence"]["awaited_by"] == [waiting]
-        assert code in (1, 6)  # 1 when the odd rank's torch formats eagerly (the venv's, unpatched)
+        assert first["evidence"]["collective"] == "barrier" and [
+            r["pid"] for r in first["evidence"]["odd"]
+        ] == [odd]
+        assert report["next"] == first["next"] == f"{spy} dump --locals --pid {odd}"
+        eager = "formats the implicit-fallback log eagerly" in first["message"]
+        second = {"finding": "eager-torch", "id": "TL-D501", "exit_code": 1, "next": apply}
+        assert first["second"] == (second if eager else None), first
+
+        code, report, _ = diagnose_json(str(odd))
+        (alone,) = report["processes"]
+        assert (code, alone["finding"], alone["id"]) == (6, "rank-awaited", "TL-D304"), report
+        assert (
+            f"is the rank its job waits for: PIDs {waiting} wait in the collective barrier"
+            in alone["message"]
+        )
+        assert (
+            alone["evidence"]["awaited_by"] == [waiting]
+            and report["next"] == f"{spy} dump --locals --pid {odd}"
+        )
+
+        text = diagnose_text(str(launcher.pid))
+        lines = text.stdout.splitlines()
+        assert text.returncode == 6 and [line.split()[1] for line in lines[:2]] == [str(waiting), str(odd)], (
+            text
+        )
+        assert lines[-1] == f"Next: {spy} dump --locals --pid {odd}" and (f"`{apply}`" in lines[1]) == eager
+        followed = subprocess.run(
+            ["bash", "-c", lines[-1].removeprefix("Next: ")], capture_output=True, text=True
+        )
+        assert followed.returncode == 0 and "hold_back (stalls.py:" in followed.stdout, followed.stderr
 
 
 def _carrying(parent: int) -> list[int]:
@@ -316,6 +347,9 @@ def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: P
             assert entry["evidence"]["orphans"] == orphans and entry["evidence"]["sidecar"] is None
             assert " ".join(map(str, orphans)) in entry["message"]
             assert "TORCHINDUCTOR_COMPILE_THREADS=1" in report["next"] and parent.poll() is None
+            assert (
+                "TORCHINDUCTOR_FX_COMPILE_MODE" not in report["next"]
+            )  # the async-compile pool: threads=1 suffices
         finally:
             for pid in _carrying(parent.pid):
                 with suppress(ProcessLookupError):
@@ -332,3 +366,58 @@ def test_a_loop_compiling_new_functions_is_moving_and_exit_0(tmp_path: Path) -> 
         assert "is busy and moving" in entry["message"] and report["next"] is None
         for word in ("rm ", "kill", "remove"):
             assert word not in entry["message"]
+
+
+@pytest.mark.parametrize(
+    ("ops", "finding", "wait"),
+    [
+        pytest.param(5, "compile-workers-gone", ("result", "concurrent/futures/_base.py"), id="a-future"),
+        pytest.param(
+            1500, "compile-workers-gone-writing", ("_send_msg", "subproc_pool.py"), id="a-pipe-write"
+        ),
+    ],
+)
+def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_without_a_pool(
+    tmp_path: Path, ops: int, finding: str, wait: tuple[str, str]
+) -> None:
+    """TORCHINDUCTOR_FX_COMPILE_MODE=subprocess: the sidecar compiles each graph. Killed, the next
+    graph waits on its future (a small one) or blocks writing to the sidecar's pipe (a large one).
+    Every process it left is listed; the printed step, run as it is, starts the scenario again with
+    no sidecar, and that start compiles the graph."""
+    go = tmp_path / "go"
+    left: list[int] = []
+    with _running(
+        tmp_path, "fx", "fx", str(go), str(ops), TORCHINDUCTOR_FX_COMPILE_MODE="subprocess"
+    ) as main:
+        try:
+            sidecar = int(_printed(tmp_path, "fx", "sidecar ").split("sidecar ", 1)[1].split()[0])
+            left = procs.descendants(sidecar, procs.parents())  # its spawned worker and resource tracker
+            assert left and all("--parent=" not in procs.command_line(p) for p in left)
+            os.kill(sidecar, 9)
+            go.touch()
+            _in(main.pid, *wait)
+            code, report, _ = diagnose_json(str(main.pid))
+            alive = [p for p in left if not procs.gone(p)]
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == finding and entry["evidence"]["sidecar"] is None, report
+            assert set(alive) <= set(entry["evidence"]["orphans"]) <= set(left), (left, alive, entry)
+            assert "TORCHINDUCTOR_FX_COMPILE_MODE=subprocess" in entry["message"]
+            step = report["next"]
+            assert step == entry["next"] and step.startswith(
+                f"kill {' '.join(map(str, [main.pid, *entry['evidence']['orphans']]))}; "
+            )
+            assert (
+                "TORCHINDUCTOR_FX_COMPILE_MODE=normal" in step and "TORCHINDUCTOR_COMPILE_THREADS=1" in step
+            )
+            with running(["bash", "-c", step], tmp_path, "again") as again:
+                shown = _printed(tmp_path, "again", "compiled", timeout=600)
+                assert "no sidecar" in shown and main.wait(timeout=30) == -15, shown
+                assert not [
+                    p
+                    for p in procs.descendants(again.pid, procs.parents())
+                    if "compile_worker" in " ".join(procs.command_line(p))
+                ]
+        finally:
+            for pid in left:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, 9)

@@ -188,6 +188,8 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
         text += f"\n{only}: {next}"
     diff = report.diff or ""
+    if given.command == "diagnose" and report.problems:  # the processes read, and PIDs it could not read
+        return text + "\n", "".join(f"torch-lazylog: error: {p}\n" for p in report.problems)
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
         return "", f"torch-lazylog: error: {text}\n" + (diff + "\n" if diff else "")
     return diff + text + "\n", ""

@@ -35,11 +35,11 @@ class Rule(NamedTuple):
     kind: Kind
     code: ExitCode | None  # None: the loaded torch's (verify's) code
     said: str
-    next: str | None = None
-    threads: tuple[ThreadPattern, ...] = ()  # empty: judged by code (`judged`)
-    evidence: str | None = None  # "lock", "workers" or "peers"
-    when: tuple[tuple[str, bool], ...] = ()
-    judged: str | None = None  # "formatting", "progress" or "torch"
+    next: str | None
+    threads: tuple[ThreadPattern, ...]  # empty: judged by code (`judged`)
+    evidence: str | None  # "lock", "workers" or "peers"
+    when: tuple[tuple[str, bool], ...]
+    judged: str | None  # "formatting", "progress", "torch" or "peers"
 
     @property
     def waits_on_lock(self) -> bool:

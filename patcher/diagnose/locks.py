@@ -26,12 +26,6 @@ from patcher.diagnose.model import Frame, Lock, Mount, ProcessFacts, Sample, Sta
 PROC = Path("/proc")
 # Filesystems whose files other hosts may open: a holder there is out of any local view.
 NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
-# The variables that decide what a started Python imports and where it builds: given to the start.
-ENVIRONMENT = (
-    "TORCH", "PYTORCH", "CUDA_", "HIP_", "ROCM", "HSA_", "PYTHON", "LD_LIBRARY_PATH", "LD_PRELOAD",
-    "VIRTUAL_ENV", "TMPDIR", "OMP_", "MKL_", "NCCL_", "GLOO_", "MASTER_", "WORLD_SIZE", "TRITON_",
-    "HF_", "VLLM_", "SGLANG_", "AITER_",
-)  # fmt: skip
 RANK = ("RANK", "LOCAL_RANK", "TORCHELASTIC_RUN_ID")  # a rank: its job is its launcher
 
 
@@ -183,12 +177,13 @@ def _baton(process: ProcessFacts, stack: Stack) -> Lock | None:
     path = whole_path(process.root, wait.path) if wait.path is not None else None
     if path is None:
         shown = wait.path.head + waits.CUT if wait.path is not None else ""
-        return Lock(shown, process.root + shown if shown else "", None, (), whole=False, waiting=top)
+        return Lock(shown, process.root + shown if shown else "", None, (), top, whole=False)
     read_at = process.root + path
     holders, unread = procs.holding(path, read_at)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
-    return Lock(path, read_at, _age(read_at), holders, unread=unread, waiting=top, mount=mount,
-                seen=all_in_view(mount))  # fmt: skip
+    return Lock(
+        path, read_at, _age(read_at), holders, top, unread=unread, mount=mount, seen=all_in_view(mount)
+    )
 
 
 def whole_path(root: str, path: waits.Path) -> str | None:
@@ -231,8 +226,9 @@ def _held(process: ProcessFacts, path: str, table: list[OsLock], waiting: Frame 
         return None
     holders = tuple(procs.holder(pid) for pid in dict.fromkeys(r.pid for r in rows))
     mount = mount_of(process.pid, procs.resolved(process.root, path))
-    return Lock(path, read_at, _age(read_at), holders, waiting=waiting, os=rows[0].type, mount=mount,
-                seen=all_in_view(mount))  # fmt: skip
+    return Lock(
+        path, read_at, _age(read_at), holders, waiting, os=rows[0].type, mount=mount, seen=all_in_view(mount)
+    )
 
 
 def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) -> Lock | None:
@@ -255,20 +251,13 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
 
 
 def start_of(process: ProcessFacts) -> Start:
-    """How to start it again: its own command line, working directory and the variables that matter;
-    for a rank, its launcher's (the job)."""
+    """How to start it again: its own command line (a bare `python` named as the interpreter it
+    runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
     own = procs.environ(process.pid)
-    target = process.parent if any(k in own for k in RANK) and process.parent > 1 else process.pid
-    argv = procs.command_line(target)
-    if target == process.pid and argv and not argv[0].startswith("/") and "python" in argv[0]:
-        argv = [process.interpreter, *argv[1:]]
-    try:
-        cwd = os.readlink(PROC / str(target) / "cwd")
-    except OSError:
-        cwd = ""
-    chosen = own if target == process.pid else procs.environ(target)
-    on_path = bool(argv) and "/" not in argv[0]  # a command found on PATH: its PATH decides which
-    kept = tuple(
-        sorted((k, v) for k, v in chosen.items() if k.startswith(ENVIRONMENT) or (on_path and k == "PATH"))
-    )
-    return Start(target, tuple(argv), cwd, kept, process.container)
+    if any(k in own for k in RANK) and process.parent > 1:
+        return procs.start_of(process.parent, procs.environ(process.parent))
+    start = procs.start_of(process.pid, own)
+    argv = start.argv
+    if argv and not argv[0].startswith("/") and "python" in argv[0]:
+        return start._replace(argv=(process.interpreter, *argv[1:]))
+    return start

@@ -17,10 +17,10 @@ from patcher.diagnose.procs import Unreadable
 
 class Options(NamedTuple):
     pids: tuple[int, ...]
-    children: bool = True
-    samples: int = 3
-    interval: float = 0.1
-    program: str = "torch-lazylog"  # how the user runs the tool, for the apply its advice names
+    children: bool
+    samples: int
+    interval: float
+    program: str  # how the user runs the tool, for the apply its advice names
 
 
 def _no_torch(pid: int) -> Unreadable:
@@ -123,20 +123,23 @@ def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
 
 
 def _judged(
-    options: Options, spec: PatchSpec, found: list[ProcessFacts]
+    options: Options, spec: PatchSpec, found: list[ProcessFacts], words: render.Words
 ) -> tuple[list[render.Diagnosed], list[Unreadable]]:
-    rules = findings.load()
-    spy = stacks.find()
-    before, start = _cpu(found), time.monotonic()
-    taken = stacks.sample_all(spy, [p.pid for p in found], options.samples, options.interval)
-    after, wall = _cpu(found), time.monotonic() - start
+    """Every process found judged, each rank against its job: the ranks of its job on this machine
+    that were not named are read, sampled and judged too, and only named in its paragraph."""
+    rules, spy = words.rules, words.spy
+    job = procs.job_of(found, procs.parents())
+    everyone = sorted([*found, *job])
+    before, start = _cpu(everyone), time.monotonic()
+    taken = stacks.sample_all(spy, [p.pid for p in everyone], options.samples, options.interval)
+    after, wall = _cpu(everyone), time.monotonic() - start
     torches: dict[str | None, TorchFacts] = {}
     diagnosed, problems = [], []
-    for process in found:
+    for process in everyone:
         exited = procs.gone(process.pid)
         samples = _sampled(process.pid, taken[process.pid], exited)
         if isinstance(samples, Unreadable):
-            problems.append(samples)
+            problems += [samples] if process in found else []
             continue
         if process.torch_seen_at not in torches:
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec)
@@ -146,14 +149,14 @@ def _judged(
         finding = verdict.finding_of(process, samples, torch, read, rules)
         diagnosed.append(render.Diagnosed(process, torch, finding, exited))
     judged = verdict.with_peers([(d.process, d.finding) for d in diagnosed], rules)
-    return [d._replace(finding=f) for d, f in zip(diagnosed, judged, strict=True)], problems
+    rejudged = [d._replace(finding=f) for d, f in zip(diagnosed, judged, strict=True)]
+    return [d for d in rejudged if d.process in found], problems
 
 
-def _helpers_left_out(found: list[ProcessFacts], given: tuple[int, ...]) -> list[ProcessFacts]:
+def _helpers_left_out(found: list[ProcessFacts], given: tuple[int, ...], rules: Rules) -> list[ProcessFacts]:
     """Inductor's compile workers are read as part of their parent (its CPU time, its finding), not
     on their own, unless named."""
-    helpers = findings.load().helpers
-    kept = [p for p in found if p.pid in given or not any(h in p.command for h in helpers)]
+    kept = [p for p in found if p.pid in given or not any(h in p.command for h in rules.helpers)]
     return kept or found
 
 
@@ -162,14 +165,19 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     if not found:
         if len(problems) == 1:
             raise LazylogError(problems[0].code, problems[0].message)
-        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
-    diagnosed, unread = _judged(options, spec, _helpers_left_out(found, options.pids))
+        return _unread(problems)
+    words = render.Words(findings.load(), options.program, stacks.find())
+    diagnosed, unread = _judged(options, spec, _helpers_left_out(found, options.pids, words.rules), words)
     problems += unread
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)
-    entries = [render.entry(d, options.program) for d in diagnosed]
+    entries = [render.entry(d, words) for d in diagnosed]
     entries += [render.unreadable_entry(u) for u in problems]
-    return render.report(diagnosed, problems, options.program), entries
+    return render.report(diagnosed, problems, words), entries
+
+
+def _unread(problems: list[Unreadable]) -> tuple[Report, list[dict[str, JsonValue]]]:
+    return render.report_unread(problems), [render.unreadable_entry(u) for u in problems]
 
 
 def pid_of(word: str) -> int:

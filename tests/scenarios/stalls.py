@@ -13,11 +13,19 @@ this checkout); TAG is an argument only, so a test can find its processes.
   flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
   flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
   flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
-  ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT: rank 0 waits in
-                  barrier(), rank 1 sits in hold_back()
+  ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT, with torchrun's
+                  variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): rank 0 waits in barrier(),
+                  rank 1 sits in hold_back()
   workers         Inductor's SubprocPool(2) with one long job; prints the sidecar's PID, then waits on
                   the job's result
   compile         compiles one new function after another, forever, printing a count after each
+  fallback        a torch.compile'd function called with a new shape each time past Dynamo's
+                  recompile limit (1), so it runs eagerly, forever; prints `eager` once it does
+  fx GO OPS       torch.compile in TORCHINDUCTOR_FX_COMPILE_MODE (subprocess: each graph compiled in
+                  Inductor's sidecar); compiles one function and prints `sidecar PID` (or `no sidecar`),
+                  then, once the file GO exists, compiles a function of OPS operations and prints
+                  `compiled`: with the sidecar killed meanwhile, a small graph waits on its future
+                  forever, a large one blocks writing to the sidecar's pipe (64 KiB, never read)
 """
 
 import os
@@ -79,8 +87,14 @@ def flock_blocked(path: str) -> None:
 
 
 def ranks(port: str) -> int:
+    """Two ranks as torchrun starts them: the rendezvous and each rank in their environment."""
+    job = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "2"}
     children = [
-        subprocess.Popen([sys.executable, __file__, sys.argv[1], "rank", port, str(r)]) for r in (0, 1)
+        subprocess.Popen(
+            [sys.executable, __file__, sys.argv[1], "rank", port, str(r)],
+            env=dict(os.environ, **job, RANK=str(r), LOCAL_RANK=str(r)),
+        )
+        for r in (0, 1)
     ]
     return max(child.wait() for child in children)
 
@@ -93,7 +107,7 @@ def rank(port: str, number: int) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=number, world_size=2)
+    dist.init_process_group("gloo", init_method="env://")
     print(f"rank {number} joined", flush=True)
     if number == 0:
         dist.barrier()
@@ -124,6 +138,53 @@ def compile_forever() -> None:
         print(count, flush=True)
 
 
+def fallback() -> None:
+    import torch
+    import torch._dynamo.config
+
+    torch._dynamo.config.recompile_limit = 1
+    step = torch.compile(lambda x: (x @ x.T).relu().sum(), dynamic=False)
+    size, shown = 64, False
+    while True:
+        size = size % 256 + 1
+        step(torch.randn(size, 512))
+        if size > 3 and not shown:
+            print("eager", flush=True)
+            shown = True
+
+
+def fx(go: str, ops: int) -> None:
+    import torch
+
+    x = torch.randn(64)
+    torch.compile(lambda x: torch.sin(x) * 2 + torch.cos(x))(x)
+    pools = [c for c in _children() if "compile_worker" in c[1]]
+    print(f"sidecar {pools[0][0]}" if pools else "no sidecar", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.1)
+    body = "".join(f"    x = torch.sin(x) * {i} + x\n" for i in range(ops))
+    scope: dict[str, object] = {}
+    exec(f"def g(x):\n{body}    return x\n", {"torch": torch}, scope)
+    torch.compile(scope["g"])(x)
+    print("compiled", flush=True)
+
+
+def _children() -> list[tuple[int, str]]:
+    """This process's children: their PIDs and command lines."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as line:
+                command = line.read().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid():
+            found.append((int(entry), command))
+    return found
+
+
 def main(argv: list[str]) -> int:
     what, args = argv[2], argv[3:]
     if what == "lock":
@@ -144,6 +205,10 @@ def main(argv: list[str]) -> int:
         workers()
     elif what == "compile":
         compile_forever()
+    elif what == "fallback":
+        fallback()
+    elif what == "fx":
+        fx(args[0], int(args[1]))
     return 0
 
 
