@@ -102,7 +102,7 @@ def test_a_lock_is_read_only_for_a_process_no_finding_of_frames_matches() -> Non
 
 NFS = Mount("/home", "nfs4", "filer:/export/home")
 START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000"),
-              (("TORCH_EXTENSIONS_DIR", "/tmp/run/ext"),))  # fmt: skip
+              (("TORCH_EXTENSIONS_DIR", "/tmp/run/ext"),), False)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -154,6 +154,12 @@ def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started()
     )
     # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
     assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
+    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True)),
+                   root="/proc/4242/root")  # fmt: skip
+    # a container's main process is its PID 1: SIGTERM without a handler is dropped
+    assert (
+        render.next_step(main, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill -KILL 4242"
+    )
     assert "its container: start the container again" in render.paragraph(boxed, WORDS)
 
 
@@ -166,7 +172,11 @@ def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
 
 def _workers(sidecar: int | None, orphans: tuple[int, ...], fx_mode: str | None = None) -> Workers:
     start = Start(
-        4242, "/app", ("/venv/bin/python", "serve.py", "--port", "8000"), (("TORCHINDUCTOR_CACHE_DIR", "/c"),)
+        4242,
+        "/app",
+        ("/venv/bin/python", "serve.py", "--port", "8000"),
+        (("TORCHINDUCTOR_CACHE_DIR", "/c"),),
+        False,
     )
     return Workers(sidecar, orphans, fx_mode, "anon_pipe_write", start)
 

@@ -184,7 +184,8 @@ def test_a_stale_lock_in_a_containers_namespaces_read_from_the_host_is_removed_i
         code, report, _ = diagnose_json(str(waiter))
         (entry,) = report["processes"]
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["container"], report
-        step = f"nsenter --target={waiter} --mount -- rm -- {shlex.quote(str(lock))} && kill {waiter}"
+        # its namespace's PID 1, which drops a SIGTERM it has no handler for
+        step = f"nsenter --target={waiter} --mount -- rm -- {shlex.quote(str(lock))} && kill -KILL {waiter}"
         assert entry["next"] == step and "start the container again" in entry["message"]
         subprocess.run(["bash", "-c", entry["next"]], check=False)
         assert shell.wait(timeout=60) is not None and not lock.exists()

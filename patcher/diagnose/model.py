@@ -132,6 +132,7 @@ class Start(NamedTuple):
     cwd: str  # its working directory, as it names it
     argv: tuple[str, ...]
     variables: tuple[tuple[str, str], ...]  # those that decide what it imports and builds (procs.VARIABLES)
+    init: bool  # PID 1 of its PID namespace (a container's main process): the kernel drops a SIGTERM it has no handler for
 
 
 class Workers(NamedTuple):

@@ -492,4 +492,5 @@ def start_of(pid: int, env: dict[str, str]) -> Start:
         _link(pid, "cwd") or "/",
         argv,
         tuple(sorted((k, v) for k, v in env.items() if k.startswith(VARIABLES) or (on_path and k == "PATH"))),
+        own_pid(pid) == 1,
     )

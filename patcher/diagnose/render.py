@@ -193,15 +193,17 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
 
 def _stop_and_remove(d: Diagnosed) -> str:
     """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
-    first (its root is gone from /proc once it has ended), then the process stopped."""
+    first (its root is gone from /proc once it has ended), then the process stopped: with SIGKILL
+    when it is its namespace's PID 1, which drops a SIGTERM it has no handler for."""
     lock, start = d.finding.evidence.lock, d.finding.evidence.start
-    pid = start.pid if start else d.process.pid
+    kill = (
+        f"kill -KILL {start.pid}" if start and start.init else f"kill {start.pid if start else d.process.pid}"
+    )
     if lock is None:
-        return f"kill {pid}"
+        return kill
     if d.process.container:
-        inside = f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)}"
-        return f"{inside} && kill {pid}"
-    return f"kill {pid} && rm -- {shlex.quote(lock.read_at)}"
+        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)} && {kill}"
+    return f"{kill} && rm -- {shlex.quote(lock.read_at)}"
 
 
 def _mount(lock: Lock | None) -> str:
