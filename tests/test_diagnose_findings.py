@@ -22,6 +22,7 @@ from patcher.diagnose.model import (
     Kind,
     Launch,
     Lock,
+    Mount,
     ProcessFacts,
     Sample,
     Stack,
@@ -79,8 +80,14 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     assert headings == ids  # in the order the engine walks them
 
 
+def _lock(*fields: Any, **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as procs reads it)."""
+    waiting = _recorded("jit-lock-wait")[0].frames[0]
+    return Lock(*fields, **({"waiting": waiting} | changes))
+
+
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
-    d = _judged("jit-lock-wait", evidence(lock=Lock(LOCK, LOCK, 5.0, ())))
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())))
     known = set(render._fields(d, WORDS))
     for rule in findings.load().findings:
         for template in (rule.said, rule.next or ""):
@@ -88,65 +95,88 @@ def test_every_sentence_and_step_names_only_what_render_knows() -> None:
             assert named <= known, (rule.id, named - known)
 
 
-def test_the_recorded_wait_names_its_lock_from_the_frames_locals() -> None:
-    assert findings.lock_named(_recorded("jit-lock-wait"), findings.load()) == (
-        "/tmp/run/ext/x",
-        False,
-        "lock",
-    )
-    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == {"lock"}
+def test_a_lock_is_read_only_for_a_process_no_finding_of_frames_matches() -> None:
+    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == set()
+    assert verdict.wanted([_recorded("pool-wait")], findings.load()) == {"workers"}
+
+
+NFS = Mount("/home", "nfs4", "filer:/export/home")
+START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000"),
+              (("TORCH_EXTENSIONS_DIR", "/tmp/run/ext"),), False)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("lock", "kind", "step"),
     [
-        pytest.param(Lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"rm -- {LOCK}", id="left-behind"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"kill 4242 && rm -- {LOCK}", id="left-behind"),
         pytest.param(
-            Lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
             "jit-lock-held", None, id="held",
         ),
-        pytest.param(Lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
-        pytest.param(Lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
+        pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
+        pytest.param(
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK"),
+            "os-lock-held", None, id="flock",
+        ),
     ],
 )  # fmt: skip
-def test_a_jit_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
+def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
     d = _judged("jit-lock-wait", evidence(lock=lock))
     assert (d.finding.kind, d.finding.code) == (kind, ExitCode.STALLED)
     assert render.next_step(d, WORDS) == step
     said = render.paragraph(d, WORDS)
     assert "waits in FileBaton.wait (torch/utils/file_baton.py:51)" in said
-    if kind == "jit-lock-held":
-        assert "held open by PID 77 (python build.py), sleeping in hrtimer_nanosleep" in said
-        assert "rm " not in said and "Patch the torch" not in said
+    if kind in ("jit-lock-held", "os-lock-held"):
+        assert "by PID 77 (python build.py), sleeping in " in said
+        assert "rm " not in said and "Patch the torch" not in said and "Do not remove" in said
     if kind == "jit-lock-stale":
-        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said
+        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said and "ImportError" in said
+    if kind == "jit-lock-unseen":
+        assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
+        assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said
+
+
+def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started() -> None:
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START))
+    assert render.next_step(d, WORDS) == (
+        f"kill 4242 && rm -- {LOCK} && cd /srv/app && env TORCH_EXTENSIONS_DIR=/tmp/run/ext "
+        "/venv/bin/python serve.py --port 8000"
+    )
+    rank = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40)))
+    step = render.next_step(rank, WORDS)
+    assert step is not None and step.startswith(f"kill 40 && rm -- {LOCK} && cd /srv/app")  # the job
+    assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank, WORDS)
+    read_at = f"/proc/4242/root{LOCK}"
+    boxed = _judged(
+        "jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START), root="/proc/4242/root"
+    )
+    # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
+    assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
+    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True)),
+                   root="/proc/4242/root")  # fmt: skip
+    # a container's main process is its PID 1: SIGTERM without a handler is dropped
+    assert (
+        render.next_step(main, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill -KILL 4242"
+    )
+    assert "its container: start the container again" in render.paragraph(boxed, WORDS)
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
-    d = _judged("jit-lock-wait", evidence(lock=Lock(LOCK, LOCK, 5.0, (), unread=2)))
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, (), unread=2)))
     assert d.finding.kind == "jit-lock-stale" and "2 processes could not be read" in render.paragraph(
         d, WORDS
     )
 
 
-def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
-    cut = Frame("_jit_compile", "/venv/lib/python3/site-packages/torch/utils/cpp_extension.py", 2225,
-                (("build_directory", f'"{tmp_path}/ext/lo..."'),))  # fmt: skip
-    sample = (Stack("MainThread", (cut,)),)
-    assert findings.lock_named(sample, findings.load()) == (f"{tmp_path}/ext/lo", True, "lock")
-    (tmp_path / "ext" / "long_name").mkdir(parents=True)
-    process = _process(root="")
-    assert not procs.lock_of(process, sample, findings.load()).whole  # no lock file in it yet
-    (tmp_path / "ext" / "long_name" / "lock").touch()
-    found = procs.lock_of(process, sample, findings.load())
-    assert found.whole and found.path == f"{tmp_path}/ext/long_name/lock" and found.holders == ()
-    (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
-    assert not procs.lock_of(process, sample, findings.load()).whole
-
-
 def _workers(sidecar: int | None, orphans: tuple[int, ...], fx_mode: str | None = None) -> Workers:
     start = Start(
-        "/app", ("/venv/bin/python", "serve.py", "--port", "8000"), (("TORCHINDUCTOR_CACHE_DIR", "/c"),)
+        4242,
+        "/app",
+        ("/venv/bin/python", "serve.py", "--port", "8000"),
+        (("TORCHINDUCTOR_CACHE_DIR", "/c"),),
+        False,
     )
     return Workers(sidecar, orphans, fx_mode, "anon_pipe_write", start)
 
@@ -351,10 +381,10 @@ def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -
         verdict.finding_of(_process(1), [_recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
         False,
     )
-    stale = _judged("jit-lock-wait", evidence(lock=Lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=3)
     assert render.report([lazy, stale], [], WORDS).code == ExitCode.STALLED
-    assert render.report([lazy, stale], [], WORDS).next == Advice(f"rm -- {LOCK}")
+    assert render.report([lazy, stale], [], WORDS).next == Advice(f"kill 2 && rm -- {LOCK}")
     assert render.report([stale, eager], [], WORDS).code == ExitCode.EAGER
 
 
@@ -397,7 +427,7 @@ def test_the_findings_are_read_from_the_package_in_a_zip(
 def test_the_deciding_process_gives_the_top_level_step_and_torch() -> None:
     """A recorded eager hang beside a stale lock: the hang decides (exit 1), so its apply is the one
     step, not the lock's (first in PID order); the torch is the deciding process's, as it names it."""
-    stale = _judged("jit-lock-wait", evidence(lock=Lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     hang = _judged("eager-depth26", NOTHING_READ, EAGER, pid=3, root="/proc/3/root",
                    torch_dir="/opt/venv/torch", torch_seen_at="/proc/3/root/opt/venv/torch")  # fmt: skip
     report = render.report([stale, hang], [], WORDS)
@@ -406,7 +436,9 @@ def test_the_deciding_process_gives_the_top_level_step_and_torch() -> None:
     assert (report.torch_dir, report.graph_py) == ("/opt/venv/torch", "/opt/venv/torch/_inductor/graph.py")
     assert render.entry(hang, WORDS)["torch_dir"] == report.torch_dir
     lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
-    assert render.report([lazy, stale], [], WORDS).next == Advice(f"rm -- {LOCK}")  # 6 decides over 0
+    assert render.report([lazy, stale], [], WORDS).next == Advice(
+        f"kill 2 && rm -- {LOCK}"
+    )  # 6 decides over 0
 
 
 def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> None:
@@ -442,8 +474,13 @@ def _defaults(tree: ast.Module) -> list[str]:
 
 # Each default diagnose/ keeps, and the product's call that leaves it out (none is there for tests).
 USED_BY_THE_PRODUCT = {
-    "Lock.whole": "procs.lock_of: a path read whole",
-    "Lock.unread": "procs.lock_of: no path, nothing read",
+    "Lock.whole": "locks._baton and locks._held: a path read whole",
+    "Lock.unread": "locks._baton: no path, nothing read; locks._held: /proc/locks names the holder",
+    "Lock.os": "locks._baton: a lock file, no OS lock",
+    "Lock.mount": "locks._baton: a path py-spy cut short, on no mount read",
+    "Lock.seen": "locks._baton: a path cut short, never judged stale",
+    "Path.cut": "waits.string: a string py-spy showed whole",
+    "Path.tail": "waits.string: nothing joined after it",
     "Finding.id": "verdict.finding_of: set from the rule once judged",
     "Finding.waiting": "verdict.finding_of: the torch's findings wait nowhere",
     "Finding.phase": "verdict.finding_of: only a moving process has a phase",

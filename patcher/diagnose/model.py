@@ -87,7 +87,8 @@ class TorchFacts(NamedTuple):
 
 Kind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
-    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "compile-workers-gone", "compile-workers-gone-writing",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held",
+    "compile-workers-gone", "compile-workers-gone-writing",
     "ranks-out-of-step", "ranks-waiting-for-progress", "in-collective", "rank-awaited", "moving",
 ]  # fmt: skip
 
@@ -101,21 +102,37 @@ class Holder(NamedTuple):
     wchan: str  # the kernel function it sleeps in ('' when running)
 
 
+class Mount(NamedTuple):
+    """The mount a file is on, as /proc/PID/mountinfo gives it (the longest mount point over it)."""
+
+    point: str
+    fstype: str  # ext4, overlay, nfs4, fuse.sshfs, ...
+    source: str  # /dev/vda, server:/export, overlay, ...
+
+
 class Lock(NamedTuple):
     path: str  # as the process names it ('' when no frame's locals name it)
     read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
     age: float | None  # seconds since it was created; None when no such file
     holders: tuple[Holder, ...]
+    waiting: Frame | None  # the loop that waits (FileBaton.wait, filelock's poll; None: none read)
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
     unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
+    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for a lock file that must vanish
+    mount: Mount | None = None
+    # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
+    # the lock is on its container's own root; and it is not on a network or cluster filesystem.
+    seen: bool = True
 
 
 class Start(NamedTuple):
-    """How a process was started, as /proc says: enough to start it again by hand."""
+    """How a process was started, as /proc says: enough to stop it and start it again by hand."""
 
+    pid: int  # the process to stop: the server itself, or a rank's launcher (the job)
     cwd: str  # its working directory, as it names it
     argv: tuple[str, ...]
-    variables: tuple[tuple[str, str], ...]  # its TORCH* variables, which decide what torch does
+    variables: tuple[tuple[str, str], ...]  # those that decide what it imports and builds (procs.VARIABLES)
+    init: bool  # PID 1 of its PID namespace (a container's main process): the kernel drops a SIGTERM it has no handler for
 
 
 class Workers(NamedTuple):
@@ -143,6 +160,7 @@ class Evidence(NamedTuple):
     lock: Lock | None
     workers: Workers | None
     cpu: Cpu | None
+    start: Start | None  # how the process waiting on a lock was started, for a step that restarts it
 
 
 class Rank(NamedTuple):

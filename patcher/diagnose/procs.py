@@ -9,16 +9,14 @@ signalled or removed.
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose import findings
 from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Holder, Launch, Lock, ProcessFacts, Sample, Start, Workers
+from patcher.diagnose.model import Holder, Launch, ProcessFacts, Start, Workers
 
 PROC = Path("/proc")
 _DELETED = " (deleted)"
@@ -387,30 +385,6 @@ def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _completed(root: str, prefix: str, join: str) -> str | None:
-    """The one file a cut path can be: the prefix completed within its last name."""
-    pattern = glob.escape(root + prefix) + "*" + (f"/{join}" if join else "")
-    found = glob.glob(pattern)
-    return found[0].removeprefix(root) if len(found) == 1 else None
-
-
-def lock_of(process: ProcessFacts, sample: Sample, rules: Rules) -> Lock:
-    named = findings.lock_named(sample, rules)
-    if named is None:
-        return Lock("", "", None, (), whole=False)
-    text, cut, join = named
-    path = _completed(process.root, text, join) if cut else f"{text}/{join}" if join else text
-    if path is None:
-        return Lock(text + findings.CUT, process.root + text, None, (), whole=False)
-    read_at = process.root + path
-    try:
-        age: float | None = max(0.0, time.time() - os.stat(read_at).st_mtime)
-    except OSError:
-        age = None
-    holders, unread = holding(path, read_at)
-    return Lock(path, read_at, age, holders, unread=unread)
-
-
 def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
     """The processes with the file open (its name in /proc/PID/fd, as they or this tool name it), and
     how many processes' open files could not be read."""
@@ -501,9 +475,22 @@ def _wchan(pid: int) -> str:
     return "" if wchan == "0" else wchan
 
 
+# The variables that decide what a started Python imports, where it builds and which devices it
+# sees: given to a start that is to be as the one it replaces (a command found on PATH takes PATH too).
+VARIABLES = (
+    "TORCH", "PYTORCH", "CUDA_", "HIP_", "ROCM", "HSA_", "PYTHON", "LD_LIBRARY_PATH", "LD_PRELOAD",
+    "VIRTUAL_ENV", "TMPDIR", "OMP_", "MKL_", "NCCL_", "GLOO_", "MASTER_", "WORLD_SIZE", "TRITON_",
+    "HF_", "VLLM_", "SGLANG_", "AITER_",
+)  # fmt: skip
+
+
 def start_of(pid: int, env: dict[str, str]) -> Start:
+    argv = tuple(command_line(pid))
+    on_path = bool(argv) and "/" not in argv[0]
     return Start(
+        pid,
         _link(pid, "cwd") or "/",
-        tuple(command_line(pid)),
-        tuple(sorted((k, v) for k, v in env.items() if k.startswith("TORCH"))),
+        argv,
+        tuple(sorted((k, v) for k, v in env.items() if k.startswith(VARIABLES) or (on_path and k == "PATH"))),
+        own_pid(pid) == 1,
     )

@@ -7,8 +7,9 @@ from typing import NamedTuple
 
 from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import JsonValue, Report
+from patcher.diagnose import locks
 from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Finding, Frame, Holder, ProcessFacts, Rank, TorchFacts, Workers
+from patcher.diagnose.model import Finding, Frame, Holder, Lock, ProcessFacts, Rank, TorchFacts, Workers
 from patcher.diagnose.procs import Unreadable
 
 # The most severe first, after a process in the eager formatting (the answer, whatever else failed):
@@ -142,7 +143,7 @@ def _without_pool(process: ProcessFacts, workers: Workers) -> str:
 def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
     """Every value a finding's sentence or step may name, as text."""
     f, e = d.finding, d.finding.evidence
-    lock, workers, peers = e.lock, e.workers, f.peers
+    workers, peers = e.workers, f.peers
     orphans = workers.orphans if workers else ()
     return {
         "spy": shlex.quote(words.spy),
@@ -155,11 +156,7 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
         "where": _where(d),
         "logs": d.process.torch_logs or "unset",
         "waiting": f.waiting.where() if f.waiting else "?",
-        "lock": (lock.path or "(no path)") if lock else "?",
-        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
-        "age": _age(lock.age if lock else None),
-        "unread": _unread(lock.unread, lock.read_at) if lock else "",
-        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        **_lock_fields(d),
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
         "stuck": " ".join(map(str, (d.process.pid, *orphans))),
@@ -171,6 +168,85 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
         "phase": f.phase or "?",
         "cpu": f"{e.cpu.seconds:.2f} s of CPU in {e.cpu.wall:.2f} s" if e.cpu else "?",
     }
+
+
+def _lock_fields(d: Diagnosed) -> dict[str, str]:
+    """The lock's values: its path, who holds it, where a holder out of view may be, and the parts
+    of a restart (stop, start: the process's own command line, directory and variables)."""
+    lock, start = d.finding.evidence.lock, d.finding.evidence.start
+    job = start is not None and start.pid != d.process.pid
+    return {
+        "lock": (lock.path or "(no path)") if lock else "?",
+        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
+        "age": _age(lock.age if lock else None),
+        "unread": _unread(lock.unread, lock.read_at) if lock else "",
+        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        "os_lock": lock.os if lock and lock.os else "?",
+        "unseen": _unseen(d),
+        "check": _check(d),
+        "stop_and_remove": _stop_and_remove(d),
+        "start": _start(d),
+        "again": (f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else "")
+        + (" (its container: start the container again once it has stopped)" if d.process.container else ""),
+    }
+
+
+def _stop_and_remove(d: Diagnosed) -> str:
+    """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
+    first (its root is gone from /proc once it has ended), then the process stopped: with SIGKILL
+    when it is its namespace's PID 1, which drops a SIGTERM it has no handler for."""
+    lock, start = d.finding.evidence.lock, d.finding.evidence.start
+    kill = (
+        f"kill -KILL {start.pid}" if start and start.init else f"kill {start.pid if start else d.process.pid}"
+    )
+    if lock is None:
+        return kill
+    if d.process.container:
+        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)} && {kill}"
+    return f"{kill} && rm -- {shlex.quote(lock.read_at)}"
+
+
+def _mount(lock: Lock | None) -> str:
+    mount = lock.mount if lock else None
+    return (
+        f"{mount.fstype} {mount.source} mounted at {mount.point}" if mount else "a mount diagnose cannot read"
+    )
+
+
+def _unseen(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    if lock is not None and locks.shared_by_hosts(lock.mount):
+        return f"it is on {_mount(lock)}, which other hosts may mount"
+    return (
+        "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and the "
+        f"lock is on {_mount(lock)}, which other containers or the host may share"
+    )
+
+
+def _check(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    path = shlex.quote(lock.path) if lock else "FILE"
+    source = lock.mount.source if lock and lock.mount else "it"
+    if lock is not None and locks.shared_by_hosts(lock.mount):
+        return (
+            f"on each host that mounts {source}, `fuser -v {path}` (or `lsof {path}`) names a holder; "
+            "diagnose the build there. Only when none holds it anywhere is it left behind"
+        )
+    return (
+        "diagnose this process from the host (its first PID namespace sees every local process), or "
+        f"run `fuser -v {path}` in each container that mounts {source}. Only when none holds it is it "
+        "left behind"
+    )
+
+
+def _start(d: Diagnosed) -> str:
+    """` && cd DIR && env VAR=... COMMAND`: the start, as it was; '' when it cannot be run from here
+    (a process in a container is started again by whoever runs the container)."""
+    start = d.finding.evidence.start
+    if start is None or d.process.container or not start.argv:
+        return ""
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in start.variables)
+    return f" && cd {shlex.quote(start.cwd)} && {'env ' + variables + ' ' if variables else ''}{shlex.join(start.argv)}"
 
 
 def next_step(d: Diagnosed, words: Words) -> str | None:
@@ -256,17 +332,26 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 
 
+LOCKS = ("jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held")
+
+
+def _lock(lock: Lock) -> JsonValue:
+    mount = lock.mount
+    return {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+            "unread": lock.unread, "os": lock.os or None, "all_in_view": lock.seen,
+            "mount": {"point": mount.point, "fstype": mount.fstype, "source": mount.source} if mount else None,
+            "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state, "wchan": h.wchan}
+                        for h in lock.holders]}  # fmt: skip
+
+
 def _evidence(f: Finding) -> JsonValue:
     """What the finding read besides the stacks; null for the torch's own findings."""
     lock, workers, peers, cpu = f.evidence.lock, f.evidence.workers, f.peers, f.evidence.cpu
     found: dict[str, JsonValue] = {}
     if f.waiting is not None:
         found["waiting_in"] = _frames((f.waiting,))
-    if lock is not None and f.kind.startswith("jit-lock"):
-        found["lock"] = {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
-                         "unread": lock.unread,
-                         "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state,
-                                      "wchan": h.wchan} for h in lock.holders]}  # fmt: skip
+    if lock is not None and f.kind in LOCKS:
+        found["lock"] = _lock(lock)
     if workers is not None and f.kind.startswith("compile-workers-gone"):
         found["sidecar"], found["orphans"] = workers.sidecar, list(workers.orphans)
         found["fx_compile_mode"], found["wchan"] = workers.fx_mode, workers.wchan

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from patcher.core.errors import ExitCode, LazylogError, environment
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import findings, procs, render, stacks, torchstate, verdict
+from patcher.diagnose import findings, locks, procs, render, stacks, torchstate, verdict
 from patcher.diagnose.findings import Rules
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts
 from patcher.diagnose.procs import Unreadable
@@ -104,19 +104,17 @@ def _sampled(pid: int, taken: list[Sample] | stacks.Failed, exited: bool) -> lis
 
 
 def _evidence(spy: str, process: ProcessFacts, samples: list[Sample], rules: Rules, cpu: Cpu) -> Evidence:
-    """What the findings matched by its frames ask for: the lock (its path from one more dump, with
-    the frames' locals) and who holds it, the compile workers; and the CPU time of its tree."""
+    """What the findings matched by its frames ask for (the compile workers); for an idle process
+    that none matches, the lock it waits on, if any (patcher/diagnose/locks.py), and how it was
+    started; and the CPU time of its tree."""
     asked = verdict.wanted(samples, rules)
-    lock = workers = None
-    if "lock" in asked:
-        try:
-            sample = stacks.dump(spy, process.pid, with_locals=True)
-        except stacks.Failed:
-            sample = samples[-1]
-        lock = procs.lock_of(process, sample, rules)
+    lock = workers = start = None
+    if not asked and not verdict.busy(cpu) and not verdict.formats(samples):
+        lock = locks.waited(spy, process, samples)
+        start = locks.start_of(process) if lock is not None else None
     if "workers" in asked:
         workers = procs.workers_of(process, rules)
-    return Evidence(lock, workers, cpu)
+    return Evidence(lock, workers, cpu, start)
 
 
 def _cpu(found: list[ProcessFacts]) -> dict[int, float]:

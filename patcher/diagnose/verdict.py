@@ -95,6 +95,11 @@ def _tally(samples: list[Sample], how: Formatting) -> tuple[int, int, tuple[Fram
     return count, depth, shown
 
 
+def formats(samples: list[Sample]) -> bool:
+    """Whether some sample shows operator_str being called (the formatting is the finding then)."""
+    return any(formatting(s) is not None for sample in samples for s in sample)
+
+
 def restart_needed(process: ProcessFacts, torch: TorchFacts | None) -> bool:
     changed = torch.changed if torch is not None else None
     return process.torch_replaced or (changed is not None and changed > process.started + START_RESOLUTION)
@@ -145,13 +150,21 @@ def _every(samples: list[Sample], rule: Rule) -> bool:
 
 def _stalled(found: Finding, samples: list[Sample], rules: Rules) -> Finding | None:
     """The first finding of the data whose frames every sample shows and whose evidence says so."""
-    for rule in rules.matched():
-        if _every(samples, rule) and holds(rule, found._replace(peers=None)):
+    lock = found.evidence.lock
+    for rule in rules.findings:
+        if _waits(samples, rule, found) and holds(rule, found._replace(peers=None)):
             code = rule.code if rule.code is not None else found.code
-            return found._replace(
-                kind=rule.kind, code=code, waiting=findings.waiting_frame(samples[-1], rule)
-            )
+            at = lock.waiting if rule.waits_on_lock and lock else findings.waiting_frame(samples[-1], rule)
+            return found._replace(kind=rule.kind, code=code, waiting=at)
     return None
+
+
+def _waits(samples: list[Sample], rule: Rule, found: Finding) -> bool:
+    """A lock's findings hold for a process that waits on one, whoever's code waits (procs read it
+    from what the code does); the others, when every sample shows their frames."""
+    if rule.waits_on_lock:
+        return found.evidence.lock is not None
+    return bool(rule.threads) and _every(samples, rule)
 
 
 def holds(rule: Rule, found: Finding) -> bool:
@@ -160,6 +173,8 @@ def holds(rule: Rule, found: Finding) -> bool:
     said = {
         "found": lock is not None and lock.whole and lock.age is not None,
         "held": lock is not None and bool(lock.holders),
+        "seen": lock is not None and lock.seen,
+        "os": lock is not None and bool(lock.os),
         "sidecar": workers is not None and workers.sidecar is not None,
         "odd": peers is not None and bool(peers.odd),
         "odd_moving": peers is not None and bool(peers.odd) and all(r.kind in PROGRESS for r in peers.odd),

@@ -3,10 +3,16 @@
 `python stalls.py TAG WHAT [ARG...]`, run by path in a torch venv's interpreter (imports nothing of
 this checkout); TAG is an argument only, so a test can find its processes.
 
-  lock SOURCE     cpp_extension.load("x", sources=[SOURCE]): with $TORCH_EXTENSIONS_DIR/x/lock already
-                  there, it waits in FileBaton.wait before any compiler is needed; prints `wait ended`
-                  once the lock is gone
+  lock SOURCE     cpp_extension.load("x", sources=[SOURCE]) (answer.cpp beside this file): with
+                  $TORCH_EXTENSIONS_DIR/x/lock already there, it waits in FileBaton.wait before any
+                  compiler is needed; prints `ready: x.answer() = 42` once built and loaded (after a
+                  wait, torch < 2.14 imports without building: ImportError when nothing was built)
   hold LOCK       torch's FileBaton takes LOCK and keeps it (the fd stays open): a build in progress
+  vendored DIR WHERE  with torch loaded, DIR's package `batonkit` (a copy of FileBaton under another
+                  name, as aiter ships one) builds in WHERE: waits while WHERE/build.lock is there
+  flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
+  flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
+  flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
   ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT, with torchrun's
                   variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): rank 0 waits in barrier(),
                   rank 1 sits in hold_back()
@@ -33,12 +39,8 @@ def lock(source: str) -> None:
     from torch.utils import cpp_extension
 
     print("loading", flush=True)
-    try:
-        cpp_extension.load("x", sources=[source])
-    except Exception as exc:  # the build directory holds no library: the wait has ended all the same
-        print(f"wait ended ({type(exc).__name__})", flush=True)
-    else:
-        print("wait ended", flush=True)
+    module = cpp_extension.load("x", sources=[source])
+    print(f"ready: x.answer() = {module.answer()}", flush=True)
 
 
 def hold(path: str) -> None:
@@ -48,6 +50,41 @@ def hold(path: str) -> None:
     assert baton.try_acquire(), f"{path} is taken"
     print("held", flush=True)
     time.sleep(3600)
+
+
+def vendored(directory: str, where: str) -> None:
+    import torch  # noqa: F401  (a server has torch loaded)
+
+    sys.path.insert(0, directory)
+    from batonkit.jit import build  # type: ignore[import-not-found]
+
+    print("building", flush=True)
+    build(where)
+
+
+def flock(path: str, wait: bool) -> None:
+    import importlib
+
+    filelock = importlib.import_module("filelock")  # torch's own dependency, in the torch venv
+    if wait:
+        import torch  # noqa: F401
+
+        print("waiting", flush=True)
+    taken = filelock.FileLock(path)  # kept: a lock object collected releases its lock
+    taken.acquire()
+    print("held", flush=True)
+    time.sleep(3600)
+
+
+def flock_blocked(path: str) -> None:
+    import fcntl
+
+    import torch  # noqa: F401
+
+    with open(path, "a") as file:
+        print("waiting", flush=True)
+        fcntl.flock(file, fcntl.LOCK_EX)
+        print("held", flush=True)
 
 
 def ranks(port: str) -> int:
@@ -155,6 +192,12 @@ def main(argv: list[str]) -> int:
         lock(args[0])
     elif what == "hold":
         hold(args[0])
+    elif what == "vendored":
+        vendored(args[0], args[1])
+    elif what == "flock-blocked":
+        flock_blocked(args[0])
+    elif what in ("flock", "flocked"):
+        flock(args[0], wait=what == "flocked")
     elif what == "ranks":
         return ranks(args[0])
     elif what == "rank":

@@ -1,0 +1,133 @@
+"""A lock wait recognised by what the code does (patcher/diagnose/waits.py), on the real sources of
+torch 2.10.0's FileBaton and its caller, and on copies of the same shape under other names: pure, no
+live process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from patcher.diagnose import locks, waits
+from patcher.diagnose.model import Mount
+from tests.conftest import torch_venv
+
+
+def _torch_source(name: str) -> str:
+    (torch_dir,) = torch_venv("2.10.0").glob("lib/python*/site-packages/torch")
+    return (torch_dir / "utils" / name).read_text()
+
+
+def _line(source: str, text: str) -> int:
+    (found,) = [n for n, line in enumerate(source.splitlines(), 1) if text in line]
+    return found
+
+
+def test_torchs_wait_names_the_lock_its_caller_built_the_baton_with() -> None:
+    baton, jit = _torch_source("file_baton.py"), _torch_source("cpp_extension.py")
+    sleeping = _line(baton, "time.sleep(self.wait_seconds)")
+    caller = (jit, _line(jit, "baton.wait()"), {"build_directory": '"/tmp/run/ext/x"', "name": '"x"'})
+    assert waits.polls(baton, sleeping)
+    assert waits.waited(baton, sleeping, {"self": "<FileBaton at 0x7f>"}, caller) == waits.Wait(
+        waits.Path("/tmp/run/ext/x/lock")
+    )
+    cut = (jit, caller[1], {"build_directory": '"/tmp/run/ext/lo..."'})  # py-spy cut it short
+    assert waits.waited(baton, sleeping, {}, cut) == waits.Wait(waits.Path("/tmp/run/ext/lo", True, "/lock"))
+
+
+COPY = """import os, time
+
+
+class Baton:
+    def __init__(self, where, pause=0.1):
+        self.where = where
+
+    def hold_on(self):
+        while os.path.isfile(self.where):
+            time.sleep(0.1)
+
+
+def mp_lock(lockPath):
+    b = Baton(lockPath)
+    b.hold_on()
+
+
+def poll_forever(p):
+    while p.exists():
+        time.sleep(1)
+
+
+def busy(p):
+    while True:
+        time.sleep(1)
+
+
+def until_ready(p):
+    while not os.path.exists(p):
+        time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "own", "caller", "expected"),
+    [
+        pytest.param(10, {}, (COPY, 15, {"lockPath": '"/jit/build/lock_mha"'}), "/jit/build/lock_mha", id="copy"),
+        pytest.param(19, {"p": '"/data/model.lock"'}, None, "/data/model.lock", id="path-object"),
+    ],
+)  # fmt: skip
+def test_a_copy_under_another_name_is_a_wait_on_its_path(
+    line: int, own: waits.Locals, caller: tuple[str, int, waits.Locals] | None, expected: str
+) -> None:
+    assert waits.waited(COPY, line, own, caller) == waits.Wait(waits.Path(expected))
+
+
+@pytest.mark.parametrize(
+    ("line", "polling"),
+    [
+        pytest.param(24, True, id="a-sleep-loop-that-waits-for-no-file"),
+        pytest.param(15, False, id="no-loop"),
+        pytest.param(29, True, id="a-wait-for-a-file-to-appear"),
+    ],
+)
+def test_a_frame_that_waits_for_no_file_is_no_baton_wait(line: int, polling: bool) -> None:
+    assert waits.waited(COPY, line, {}, None) is None
+    assert waits.polls(COPY, line) is polling
+
+
+def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
+    cut = waits.Path(f"{tmp_path}/ext/lo", True, "/lock")
+    (tmp_path / "ext" / "long_name").mkdir(parents=True)
+    assert locks.whole_path("", cut) is None  # no lock file in it yet
+    (tmp_path / "ext" / "long_name" / "lock").touch()
+    assert locks.whole_path("", cut) == f"{tmp_path}/ext/long_name/lock"
+    (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
+    assert locks.whole_path("", cut) is None
+
+
+@pytest.mark.parametrize(
+    ("fstype", "shared"),
+    [
+        pytest.param("nfs4", True, id="nfs"),
+        pytest.param("fuse.sshfs", True, id="fuse"),
+        pytest.param("lustre", True, id="lustre"),
+        pytest.param("ext4", False, id="local"),
+        pytest.param("overlay", False, id="overlay"),
+    ],
+)
+def test_a_lock_on_a_network_filesystem_is_never_all_in_view(fstype: str, shared: bool) -> None:
+    mount = Mount("/data", fstype, "somewhere")
+    assert locks.shared_by_hosts(mount) is shared
+    assert locks.all_in_view(mount) is (not shared and locks.initial_pid_namespace())
+
+
+def test_a_containers_own_root_is_all_in_view_and_a_volume_only_from_the_host() -> None:
+    assert locks.all_in_view(Mount("/", "overlay", "overlay"))
+    assert locks.all_in_view(Mount("/cache", "ext4", "/dev/sdb")) is locks.initial_pid_namespace()
+
+
+def test_a_files_mount_is_the_longest_mount_point_over_it() -> None:
+    found = locks.mount_of(os.getpid(), "/proc/self/status")
+    assert found is not None and (found.point, found.fstype) == ("/proc", "proc")
+    root = locks.mount_of(os.getpid(), "/")
+    assert root is not None and root.point == "/"
