@@ -5,12 +5,14 @@ live process."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from patcher.diagnose import locks, waits
-from patcher.diagnose.model import Mount
+from patcher.diagnose import locks, procs, waits
+from patcher.diagnose.model import Mount, ProcessFacts
 from tests.conftest import torch_venv
 
 
@@ -131,3 +133,31 @@ def test_a_files_mount_is_the_longest_mount_point_over_it() -> None:
     assert found is not None and (found.point, found.fstype) == ("/proc", "proc")
     root = locks.mount_of(os.getpid(), "/")
     assert root is not None and root.point == "/"
+
+
+def _facts(pid: int, interpreter: str) -> ProcessFacts:
+    return ProcessFacts(pid, " ".join(procs.command_line(pid)), interpreter, 0.0, "", None, None, False,
+                        None, None, True, procs.parent_of(pid), procs.launch_of(procs.environ(pid)))  # fmt: skip
+
+
+@pytest.mark.parametrize("rank", [pytest.param(None, id="a-server"), pytest.param("1", id="a-rank")])
+def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | None, tmp_path: Path) -> None:
+    """A real process: its own command line (a bare `python` named as its interpreter), directory and
+    the variables that matter; a rank (its launcher's variables set) is started again as its job."""
+    env = {"PATH": os.environ["PATH"], "TORCH_EXTENSIONS_DIR": str(tmp_path), "UNRELATED": "x"}
+    code = "import time; print(flush=True); time.sleep(60)"
+    child = subprocess.Popen(["python3", "-c", code], executable=sys.executable, cwd=tmp_path,  # argv[0] bare
+                             stdout=subprocess.PIPE, env=env | ({"RANK": rank, "WORLD_SIZE": "2"} if rank else {}))  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == b"\n"
+        start = locks.start_of(_facts(child.pid, sys.executable))
+        if rank:
+            assert (start.pid, start.argv) == (os.getpid(), tuple(procs.command_line(os.getpid())))
+        else:
+            assert (start.pid, start.cwd) == (child.pid, str(tmp_path))
+            assert start.argv == (sys.executable, "-c", code)  # found on PATH: its PATH goes along
+            assert dict(start.variables) == {"PATH": env["PATH"], "TORCH_EXTENSIONS_DIR": str(tmp_path)}
+            assert not start.init
+    finally:
+        child.kill()
+        child.wait()

@@ -26,7 +26,6 @@ from patcher.diagnose.model import Frame, Lock, Mount, ProcessFacts, Sample, Sta
 PROC = Path("/proc")
 # Filesystems whose files other hosts may open: a holder there is out of any local view.
 NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
-RANK = ("RANK", "LOCAL_RANK", "TORCHELASTIC_RUN_ID")  # a rank: its job is its launcher
 
 
 class OsLock(NamedTuple):
@@ -253,10 +252,10 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
 def start_of(process: ProcessFacts) -> Start:
     """How to start it again: its own command line (a bare `python` named as the interpreter it
     runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
-    own = procs.environ(process.pid)
-    if any(k in own for k in RANK) and process.parent > 1:
+    ranked = process.launch.rank is not None or process.launch.job is not None
+    if ranked and process.parent > 1:
         return procs.start_of(process.parent, procs.environ(process.parent))
-    start = procs.start_of(process.pid, own)
+    start = procs.start_of(process.pid, procs.environ(process.pid))
     argv = start.argv
     if argv and not argv[0].startswith("/") and "python" in argv[0]:
         return start._replace(argv=(process.interpreter, *argv[1:]))
