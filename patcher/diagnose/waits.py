@@ -79,19 +79,18 @@ def string(shown: str) -> Path | None:
 
 
 def _joined(parts: list[Path | None]) -> Path | None:
-    """posixpath.join of the parts: a cut part may only be followed by whole ones (its tail)."""
-    if not parts or any(p is None for p in parts):
-        return None
+    """posixpath.join of the parts; after a part py-spy cut short, only whole ones (its tail)."""
     done = [p for p in parts if p is not None]
-    cuts = [i for i, p in enumerate(done) if p.cut]
-    if not cuts:
-        return Path(posixpath.join(*(p.head for p in done)))
-    first = cuts[0]
-    if len(cuts) > 1 or done[first].tail:
+    if not done or len(done) < len(parts):
         return None
-    head = posixpath.join(*(p.head for p in done[: first + 1]))
-    tail = posixpath.join("", *(p.head for p in done[first + 1 :])) if first + 1 < len(done) else ""
-    return Path(head, True, "/" + tail if tail and not tail.startswith("/") else tail)
+    cut = next((i for i, p in enumerate(done) if p.cut), len(done))
+    head = posixpath.join(*(p.head for p in done[: cut + 1]))
+    rest = done[cut + 1 :]
+    if cut == len(done):
+        return Path(head)
+    if done[cut].tail or any(p.cut for p in rest):
+        return None
+    return Path(head, True, "/" + posixpath.join(*(p.head for p in rest)) if rest else "")
 
 
 def evaluate(node: ast.expr, found: Locals) -> Path | None:
