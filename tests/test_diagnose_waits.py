@@ -4,6 +4,7 @@ live process."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -161,3 +162,37 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
     finally:
         child.kill()
         child.wait()
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        pytest.param('d + "/lock"', waits.Path("/run/ext/lock"), id="concatenated"),
+        pytest.param('f"{d}/lock"', waits.Path("/run/ext/lock"), id="f-string"),
+        pytest.param('Path(d) / "lock"', waits.Path("/run/ext/lock"), id="path-object"),
+        pytest.param('os.path.join(cut, "x", "lock")', waits.Path("/run/lo", True, "/x/lock"), id="cut-then-whole"),
+        pytest.param('cut + "/lock"', None, id="cut-then-concatenated"),
+        pytest.param('os.path.join(cut, cut)', None, id="cut-twice"),
+        pytest.param("locate(d)", None, id="a-call-of-its-own"),
+        pytest.param("n", None, id="not-a-string"),
+        pytest.param("missing", None, id="not-a-local"),
+    ],
+)  # fmt: skip
+def test_a_path_expression_is_evaluated_from_string_locals_only(
+    expression: str, expected: waits.Path | None
+) -> None:
+    found = {"d": '"/run/ext"', "cut": '"/run/lo..."', "n": "3"}
+    assert waits.evaluate(ast.parse(expression, mode="eval").body, found) == expected
+
+
+KEYWORD = COPY.replace("b = Baton(lockPath)", "b = Baton(where=lockPath)")
+
+
+def test_a_wait_whose_path_cannot_be_told_is_still_a_wait() -> None:
+    assert waits.waited(KEYWORD, 10, {}, (KEYWORD, 15, {"lockPath": '"/l"'})) == waits.Wait(waits.Path("/l"))
+    assert waits.waited(COPY, 10, {}, (COPY, 15, {})) == waits.Wait(None)  # its caller names no string
+    assert waits.waited(COPY, 10, {}, ("def broken(:\n", 1, {})) == waits.Wait(None)
+    assert waits.waited(
+        "while os.path.exists(self.p):\n    time.sleep(1)\n", 2, {}, (COPY, 15, {})
+    ) == waits.Wait(None)
+    assert waits.waited("def broken(:\n", 1, {}, None) is None
