@@ -196,3 +196,20 @@ def test_a_wait_whose_path_cannot_be_told_is_still_a_wait() -> None:
         "while os.path.exists(self.p):\n    time.sleep(1)\n", 2, {}, (COPY, 15, {})
     ) == waits.Wait(None)
     assert waits.waited("def broken(:\n", 1, {}, None) is None
+
+
+# /proc/locks in the kernel's format (the first row as read here with filelock's flock held by 10494):
+# a blocked flock waiting for it (`->`), a POSIX lock on a device whose numbers are hex, a row cut short.
+PROC_LOCKS = """1: FLOCK  ADVISORY  WRITE 10494 fe:00:2277503 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 10506 fe:00:2277503 0 EOF
+2: POSIX  ADVISORY  WRITE 8987 103:0a:1183 0 EOF
+3: FLOCK  ADVISORY
+"""
+
+
+def test_proc_locks_rows_give_the_holder_the_waiter_and_the_file() -> None:
+    assert locks.parse_locks(PROC_LOCKS) == [
+        locks.OsLock("FLOCK", 10494, (254, 0), 2277503, False),
+        locks.OsLock("FLOCK", 10506, (254, 0), 2277503, True),
+        locks.OsLock("POSIX", 8987, (259, 10), 1183, False),
+    ]

@@ -40,11 +40,16 @@ class OsLock(NamedTuple):
 
 def os_locks() -> list[OsLock]:
     try:
-        lines = (PROC / "locks").read_text().splitlines()
+        return parse_locks((PROC / "locks").read_text())
     except OSError:
         return []
+
+
+def parse_locks(text: str) -> list[OsLock]:
+    """/proc/locks' rows: `1: FLOCK  ADVISORY  WRITE 10494 fe:00:2277503 0 EOF`, a waiter's
+    `1: -> FLOCK ...` (the device's major and minor in hex)."""
     found = []
-    for line in lines:
+    for line in text.splitlines():
         words = line.split()[1:]
         blocked = bool(words) and words[0] == "->"
         words = words[1:] if blocked else words
