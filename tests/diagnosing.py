@@ -17,10 +17,25 @@ import pytest
 
 from patcher.core.errors import ExitCode
 from patcher.core.report import Report
-from patcher.diagnose import procs
-from patcher.diagnose.model import TorchFacts
+from patcher.diagnose import findings, procs, render
+from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Start, TorchFacts, Workers
 
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
+RULES = findings.load()
+WORDS = render.Words(RULES, "torch-lazylog", "py-spy")  # as the console script and py-spy on PATH say them
+NO_LAUNCH = Launch(None, None, None, None)  # started by hand: no launcher's variables
+NOTHING_READ = Evidence(None, None, None, None)
+
+
+def evidence(
+    lock: Lock | None = None,
+    workers: Workers | None = None,
+    cpu: Cpu | None = None,
+    start: Start | None = None,
+) -> Evidence:
+    """What diagnose read besides the stacks, naming only what a test gives."""
+    return Evidence(lock, workers, cpu, start)
+
 
 # The loaded torch as verify reads it, for the verdict's pure tests.
 EAGER_TORCH = TorchFacts(

@@ -228,3 +228,25 @@ def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
         f"torch-lazylog: error: Expected process {leaving.pid} to keep running while it was sampled, "
         "but it exited before py-spy read its stacks.\n"
     )
+
+
+def test_a_good_pid_and_a_missing_one_print_the_paragraph_on_stdout_and_one_sentence_on_stderr(
+    release: Callable[[str], Path],
+) -> None:
+    """The process read is answered as if alone (its paragraph and `Next:` on stdout); the PID that
+    does not exist is one sentence on stderr; the exit code is the most severe: the eager torch's 1."""
+    missing = "4194303"  # above the kernel's largest pid
+    with _running(good := loading(release("2.10.0"))):
+        text = diagnose_text(str(good.pid), missing, "--samples", "1")
+        alone = diagnose_text(str(good.pid), "--samples", "1")
+        code, report, _ = diagnose_json(str(good.pid), missing, "--samples", "1")
+    assert text.returncode == 1 == alone.returncode, text.stderr
+    assert text.stdout.startswith(f"PID {good.pid} (") and text.stdout.count("\n") == 2, text.stdout
+    assert text.stdout.splitlines()[1] == alone.stdout.splitlines()[1]  # Next: the same apply
+    assert (
+        text.stderr
+        == f"torch-lazylog: error: Expected a running process {missing}, found none: pass the server's PID.\n"
+    )
+    assert code == 1 and [p["pid"] for p in report["processes"]] == [good.pid, int(missing)], report
+    assert report["problems"] == [text.stderr.removeprefix("torch-lazylog: error: ").strip()]
+    assert missing not in report["message"]

@@ -4,6 +4,7 @@ function of the samples and the evidence read, milliseconds, no live process."""
 
 from __future__ import annotations
 
+import ast
 import re
 import string
 from pathlib import Path
@@ -19,14 +20,17 @@ from patcher.diagnose.model import (
     Frame,
     Holder,
     Kind,
+    Launch,
     Lock,
+    Mount,
     ProcessFacts,
     Sample,
     Stack,
+    Start,
     TorchFacts,
     Workers,
 )
-from tests.diagnosing import EAGER_TORCH, LAZY_TORCH
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, evidence
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
@@ -37,7 +41,7 @@ BUSY, IDLE = Cpu(0.4, 0.5), Cpu(0.0, 0.5)
 
 def _process(pid: int = 4242, parent: int = 1, **changes: Any) -> ProcessFacts:
     base = ProcessFacts(pid, "python stalls.py", "/venv/bin/python", 200.0, "", "/venv/torch", "/venv/torch",
-                        False, None, None, parent=parent)  # fmt: skip
+                        False, None, None, True, parent, NO_LAUNCH)  # fmt: skip
     return base._replace(**changes)
 
 
@@ -50,21 +54,21 @@ def _recorded(name: str) -> Sample:
 def _importing() -> Sample:
     site = "/venv/lib/python3/site-packages/torch"
     frames = [
-        Frame("<module>", f"{site}/_dynamo/variables/builtin.py", 80),
-        Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241),
-        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176),
-        Frame("<module>", f"{site}/__init__.py", 2100),
-        Frame("<module>", "<string>", 1),
+        Frame("<module>", f"{site}/_dynamo/variables/builtin.py", 80, ()),
+        Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241, ()),
+        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176, ()),
+        Frame("<module>", f"{site}/__init__.py", 2100, ()),
+        Frame("<module>", "<string>", 1, ()),
     ]
     return (Stack("MainThread", tuple(frames)),)
 
 
 def _judged(
-    name: str, read: Evidence = verdict.NOTHING_READ, torch: TorchFacts = EAGER, **process: Any
+    name: str, read: Evidence = NOTHING_READ, torch: TorchFacts = EAGER, **process: Any
 ) -> render.Diagnosed:
     samples = [_recorded(name)] * 3
-    found = verdict.finding_of(_process(**process), samples, torch, read)
-    return render.Diagnosed(_process(**process), torch, found)
+    found = verdict.finding_of(_process(**process), samples, torch, read, RULES)
+    return render.Diagnosed(_process(**process), torch, found, False)
 
 
 def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
@@ -76,86 +80,163 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     assert headings == ids  # in the order the engine walks them
 
 
+def _lock(*fields: Any, **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as procs reads it)."""
+    waiting = _recorded("jit-lock-wait")[0].frames[0]
+    return Lock(*fields, **({"waiting": waiting} | changes))
+
+
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
-    d = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, ())))
-    known = set(render._fields(d))
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())))
+    known = set(render._fields(d, WORDS))
     for rule in findings.load().findings:
         for template in (rule.said, rule.next or ""):
             named = {name for _, name, _, _ in string.Formatter().parse(template) if name}
             assert named <= known, (rule.id, named - known)
 
 
-def test_the_recorded_wait_names_its_lock_from_the_frames_locals() -> None:
-    assert findings.lock_named(_recorded("jit-lock-wait"), findings.load()) == (
-        "/tmp/run/ext/x",
-        False,
-        "lock",
-    )
-    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == {"lock"}
+def test_a_lock_is_read_only_for_a_process_no_finding_of_frames_matches() -> None:
+    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == set()
+    assert verdict.wanted([_recorded("pool-wait")], findings.load()) == {"workers"}
+
+
+NFS = Mount("/home", "nfs4", "filer:/export/home")
+START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000"),
+              (("TORCH_EXTENSIONS_DIR", "/tmp/run/ext"),), False)  # fmt: skip
 
 
 @pytest.mark.parametrize(
     ("lock", "kind", "step"),
     [
-        pytest.param(Lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"rm -- {LOCK}", id="left-behind"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"kill 4242 && rm -- {LOCK}", id="left-behind"),
         pytest.param(
-            Lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
             "jit-lock-held", None, id="held",
         ),
-        pytest.param(Lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
-        pytest.param(Lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
+        pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
+        pytest.param(
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK"),
+            "os-lock-held", None, id="flock",
+        ),
     ],
 )  # fmt: skip
-def test_a_jit_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
-    d = _judged("jit-lock-wait", Evidence(lock=lock))
+def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
+    d = _judged("jit-lock-wait", evidence(lock=lock))
     assert (d.finding.kind, d.finding.code) == (kind, ExitCode.STALLED)
-    assert render.next_step(d) == step
-    said = render.paragraph(d)
+    assert render.next_step(d, WORDS) == step
+    said = render.paragraph(d, WORDS)
     assert "waits in FileBaton.wait (torch/utils/file_baton.py:51)" in said
-    if kind == "jit-lock-held":
-        assert "held open by PID 77 (python build.py), sleeping in hrtimer_nanosleep" in said
-        assert "rm " not in said and "Patch the torch" not in said
+    if kind in ("jit-lock-held", "os-lock-held"):
+        assert "by PID 77 (python build.py), sleeping in " in said
+        assert "rm " not in said and "Patch the torch" not in said and "Do not remove" in said
     if kind == "jit-lock-stale":
-        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said
+        assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said and "ImportError" in said
+    if kind == "jit-lock-unseen":
+        assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
+        assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said
+
+
+def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started() -> None:
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START))
+    assert render.next_step(d, WORDS) == (
+        f"kill 4242 && rm -- {LOCK} && cd /srv/app && env TORCH_EXTENSIONS_DIR=/tmp/run/ext "
+        "/venv/bin/python serve.py --port 8000"
+    )
+    rank = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40)))
+    step = render.next_step(rank, WORDS)
+    assert step is not None and step.startswith(f"kill 40 && rm -- {LOCK} && cd /srv/app")  # the job
+    assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank, WORDS)
+    read_at = f"/proc/4242/root{LOCK}"
+    boxed = _judged(
+        "jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START), root="/proc/4242/root"
+    )
+    # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
+    assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
+    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True)),
+                   root="/proc/4242/root")  # fmt: skip
+    # a container's main process is its PID 1: SIGTERM without a handler is dropped
+    assert (
+        render.next_step(main, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill -KILL 4242"
+    )
+    assert "its container: start the container again" in render.paragraph(boxed, WORDS)
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
-    d = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, (), unread=2)))
-    assert d.finding.kind == "jit-lock-stale" and "2 processes could not be read" in render.paragraph(d)
+    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, (), unread=2)))
+    assert d.finding.kind == "jit-lock-stale" and "2 processes could not be read" in render.paragraph(
+        d, WORDS
+    )
 
 
-def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
-    cut = Frame("_jit_compile", "/venv/lib/python3/site-packages/torch/utils/cpp_extension.py", 2225,
-                (("build_directory", f'"{tmp_path}/ext/lo..."'),))  # fmt: skip
-    sample = (Stack("MainThread", (cut,)),)
-    assert findings.lock_named(sample, findings.load()) == (f"{tmp_path}/ext/lo", True, "lock")
-    (tmp_path / "ext" / "long_name").mkdir(parents=True)
-    process = _process(root="")
-    assert not procs.lock_of(process, sample, findings.load()).whole  # no lock file in it yet
-    (tmp_path / "ext" / "long_name" / "lock").touch()
-    found = procs.lock_of(process, sample, findings.load())
-    assert found.whole and found.path == f"{tmp_path}/ext/long_name/lock" and found.holders == ()
-    (tmp_path / "ext" / "longer" / "lock").mkdir(parents=True)  # two fit: none is chosen
-    assert not procs.lock_of(process, sample, findings.load()).whole
+def _workers(sidecar: int | None, orphans: tuple[int, ...], fx_mode: str | None = None) -> Workers:
+    start = Start(
+        4242,
+        "/app",
+        ("/venv/bin/python", "serve.py", "--port", "8000"),
+        (("TORCHINDUCTOR_CACHE_DIR", "/c"),),
+        False,
+    )
+    return Workers(sidecar, orphans, fx_mode, "anon_pipe_write", start)
 
 
-def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_the_variable() -> None:
-    d = _judged("pool-wait", Evidence(workers=Workers(None, (11, 12))))
+@pytest.mark.parametrize(
+    ("fx_mode", "variables"),
+    [
+        pytest.param(None, "TORCHINDUCTOR_COMPILE_THREADS=1", id="async-compile-pool"),
+        pytest.param(
+            "subprocess",
+            "TORCHINDUCTOR_COMPILE_THREADS=1 TORCHINDUCTOR_FX_COMPILE_MODE=normal",
+            id="fx-compile-in-a-subprocess",
+        ),
+    ],
+)
+def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_a_start_without_it(
+    fx_mode: str | None, variables: str
+) -> None:
+    d = _judged("pool-wait", evidence(workers=_workers(None, (11, 12), fx_mode)))
     assert (d.finding.kind, d.finding.code, d.finding.id) == (
         "compile-workers-gone",
         ExitCode.STALLED,
         "TL-D201",
     )
-    said, step = render.paragraph(d), render.next_step(d)
-    assert "--parent=4242) is gone" in said and "--parent=4242: 11 12" in said
-    assert (
-        step is not None and "TORCHINDUCTOR_COMPILE_THREADS=1" in step and step.startswith("kill 4242 11 12,")
+    said, step = render.paragraph(d, WORDS), render.next_step(d, WORDS)
+    assert "--parent=4242) is gone" in said and "Left behind by the sidecar: 11 12" in said
+    assert ("each graph is compiled in the sidecar" in said) == (fx_mode is not None)
+    assert step == (
+        f"kill 4242 11 12; cd /app && env TORCHINDUCTOR_CACHE_DIR=/c {variables} /venv/bin/python serve.py --port 8000"
     )
 
 
+def test_a_write_to_a_gone_sidecar_is_named_as_a_blocked_write() -> None:
+    sample = _recorded("pool-wait")
+    pipe = "/venv/lib/python3/site-packages/torch/_inductor/compile_worker/subproc_pool.py"
+    writing = (
+        Frame("_send_msg", pipe, 72, ()),
+        Frame("SubprocPool._send", pipe, 264, ()),
+        Frame("<module>", "/app/x.py", 1, ()),
+    )
+    (reader,) = [s for s in sample if s.thread == "InductorSubproc"]
+    blocked = (Stack("MainThread", writing), reader)
+    found = verdict.finding_of(
+        _process(), [blocked] * 3, EAGER, evidence(workers=_workers(None, (11,), "subprocess")), RULES
+    )
+    assert (found.kind, found.code, found.id) == ("compile-workers-gone-writing", ExitCode.STALLED, "TL-D202")
+    d = render.Diagnosed(_process(), EAGER, found, False)
+    assert "writing a job to the pipe" in render.paragraph(
+        d, WORDS
+    ) and "anon_pipe_write" in render.paragraph(d, WORDS)
+    assert (render.next_step(d, WORDS) or "").startswith("kill 4242 11; cd /app && env ")
+    alive = verdict.finding_of(
+        _process(), [blocked] * 3, EAGER, evidence(workers=_workers(99, ()), cpu=IDLE), RULES
+    )
+    assert alive.kind == "eager-torch"
+
+
 def test_a_pool_whose_sidecar_lives_is_not_a_stall() -> None:
-    d = _judged("pool-wait", Evidence(workers=Workers(99, ()), cpu=IDLE))
-    assert d.finding.kind == "eager-torch" and render.next_step(d) != "rm"
+    d = _judged("pool-wait", evidence(workers=_workers(99, ()), cpu=IDLE))
+    assert d.finding.kind == "eager-torch" and render.next_step(d, WORDS) != "rm"
 
 
 def test_the_read_thread_alone_is_an_idle_pool_not_a_wait() -> None:
@@ -168,24 +249,90 @@ def _ranks(odd: tuple[str, str] = ("rank-elsewhere",) * 2, cpu: Cpu = IDLE, pare
     """Rank 10 in barrier(); rank 11, its sibling unless `parent` says otherwise, sampled in `odd`."""
     waiting, other = _process(10, 1), _process(11, parent)
     judged = [
-        (waiting, verdict.finding_of(waiting, [_recorded("rank-barrier")] * 2, EAGER, Evidence(cpu=IDLE))),
-        (other, verdict.finding_of(other, [_recorded(n) for n in odd], EAGER, Evidence(cpu=cpu))),
+        (
+            waiting,
+            verdict.finding_of(waiting, [_recorded("rank-barrier")] * 2, EAGER, evidence(cpu=IDLE), RULES),
+        ),
+        (other, verdict.finding_of(other, [_recorded(n) for n in odd], EAGER, evidence(cpu=cpu), RULES)),
     ]
-    return verdict.with_peers(judged)
+    return verdict.with_peers(judged, RULES)
 
 
 def test_ranks_out_of_step_name_the_odd_rank_and_where_it_is() -> None:
-    first, odd = _ranks()
+    first, _ = _ranks()
     assert (first.kind, first.code, first.id) == ("ranks-out-of-step", ExitCode.STALLED, "TL-D301")
     assert first.peers is not None and first.peers.collective == "barrier" and first.peers.waiting == (10,)
     assert [(r.pid, r.kind) for r in first.peers.odd] == [(11, "eager-torch")]
-    said = render.paragraph(render.Diagnosed(_process(10), EAGER, first))
-    assert "waits in the collective barrier for ranks that are not in one: PID 11 (eager-torch) in " in said
-    assert "hold_back (stalls.py:50)" in said
-    assert odd.awaited_by == (10,)
-    assert "wait for it in a collective: PIDs 10" in render.paragraph(
-        render.Diagnosed(_process(11), EAGER, odd)
+    said = render.paragraph(render.Diagnosed(_process(10), EAGER, first, False), WORDS)
+    assert (
+        "waits in the collective barrier for ranks of its job on this machine that are not in one: " in said
     )
+    assert "PID 11, eager-torch, in hold_back (stalls.py:50)" in said
+
+
+def test_the_rank_its_job_waits_for_is_the_stall_and_its_eager_torch_the_second_finding() -> None:
+    first, odd = _ranks()
+    assert (odd.kind, odd.code, odd.id, odd.awaited_by) == (
+        "rank-awaited",
+        ExitCode.STALLED,
+        "TL-D304",
+        (10,),
+    )
+    rank = render.Diagnosed(_process(11), EAGER, odd, False)
+    said = render.paragraph(rank, WORDS)
+    assert "is the rank its job waits for: PIDs 10 wait in the collective barrier" in said
+    assert "and it is in none, but in innermost frames hold_back (stalls.py:50)" in said
+    assert render.next_step(rank, WORDS) == "py-spy dump --locals --pid 11"
+    apply = "torch-lazylog apply --python /venv/bin/python"
+    assert said.endswith(f"patch it before it starts again: `{apply}`.") and "TL-D501" in said
+    assert render.entry(rank, WORDS)["second"] == {
+        "finding": "eager-torch",
+        "id": "TL-D501",
+        "exit_code": 1,
+        "next": apply,
+    }
+    waiting = render.Diagnosed(_process(10), EAGER, first, False)
+    report = render.report([waiting, rank], [], WORDS)  # the eager torch on disk comes second
+    assert report.code == ExitCode.STALLED and report.next == Advice("py-spy dump --locals --pid 11")
+    lazy = render.Diagnosed(_process(11), LAZY, odd, False)
+    assert render.then_step(lazy, WORDS) is None and "TL-D501" not in render.paragraph(lazy, WORDS)
+
+
+def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
+    run = Launch("job-7", "10.0.0.1:29500", 0, 4)
+    waiting = _process(10, 1, launch=run)
+    other = _process(11, 2, launch=run._replace(rank=1))
+    stranger = _process(12, 1, launch=Launch("job-8", None, 0, 2))
+    samples = {10: "rank-barrier", 11: "rank-elsewhere", 12: "rank-elsewhere"}
+    judged = [
+        (p, verdict.finding_of(p, [_recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        for p in (waiting, other, stranger)
+    ]
+    first, odd, third = verdict.with_peers(judged, RULES)
+    assert first.kind == "ranks-out-of-step" and [r.pid for r in first.peers.odd] == [11]  # type: ignore[union-attr]
+    assert first.peers is not None and first.peers.absent == (2, 3)
+    said = render.paragraph(render.Diagnosed(waiting, LAZY, first, False), WORDS)
+    assert "PID 11 (rank 1), eager-torch" not in said and "PID 11 (rank 1), lazy, in " in said
+    assert (odd.kind, third.kind, third.awaited_by) == ("rank-awaited", "lazy", ())
+
+
+def test_a_rank_read_alone_names_its_collective_and_its_absent_ranks() -> None:
+    alone = _process(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2))
+    (found,) = verdict.with_peers(
+        [
+            (
+                alone,
+                verdict.finding_of(alone, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+            )
+        ],
+        RULES,
+    )
+    assert (found.kind, found.code, found.id) == ("in-collective", ExitCode.OK, "TL-D303")
+    said = render.paragraph(render.Diagnosed(alone, LAZY, found, False), WORDS)
+    assert "waits in the collective barrier, and so does every other rank of its job" in said
+    assert "rank 1 of its WORLD_SIZE no process on this machine is" in said
+    read = render.entry(render.Diagnosed(alone, LAZY, found, False), WORDS)["evidence"]
+    assert isinstance(read, dict) and read["collective"] == "barrier" and read["absent_ranks"] == [1]
 
 
 def test_ranks_waiting_for_a_busy_rank_are_progress() -> None:
@@ -213,38 +360,41 @@ def test_a_rank_in_a_collective_without_odd_siblings_is_not_a_stall() -> None:
     ],
 )
 def test_busy_and_moving_is_progress_exit_0(names: list[str], cpu: Cpu, kind: str) -> None:
-    found = verdict.finding_of(_process(), [_recorded(n) for n in names], EAGER, Evidence(cpu=cpu))
+    found = verdict.finding_of(_process(), [_recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
     assert found.kind == kind
     if kind == "moving":
         assert found.code == ExitCode.OK and found.phase and found.id == "TL-D401"
-        d = render.Diagnosed(_process(), EAGER, found)
-        assert render.next_step(d) is None and "0.40 s of CPU in 0.50 s" in render.paragraph(d)
+        d = render.Diagnosed(_process(), EAGER, found, False)
+        assert render.next_step(d, WORDS) is None and "0.40 s of CPU in 0.50 s" in render.paragraph(d, WORDS)
         assert found.phase == "Inductor compiling (get_patched_config_dict)"
 
 
 def test_a_lazy_idle_process_is_exit_0() -> None:
-    found = verdict.finding_of(_process(), [_recorded("rank-elsewhere")] * 2, LAZY, Evidence(cpu=IDLE))
+    found = verdict.finding_of(_process(), [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES)
     assert (found.kind, found.code, found.id) == ("lazy", ExitCode.OK, "TL-D503")
 
 
 def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -> None:
     eager = render.Diagnosed(
-        _process(1), EAGER, verdict.finding_of(_process(1), [_recorded("eager-depth26")], EAGER)
+        _process(1),
+        EAGER,
+        verdict.finding_of(_process(1), [_recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
+        False,
     )
-    stale = _judged("jit-lock-wait", Evidence(lock=Lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
-    lazy = _judged("rank-elsewhere", Evidence(cpu=IDLE), LAZY, pid=3)
-    assert render.report([lazy, stale], []).code == ExitCode.STALLED
-    assert render.report([lazy, stale], []).next == Advice(f"rm -- {LOCK}")
-    assert render.report([stale, eager], []).code == ExitCode.EAGER
+    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=3)
+    assert render.report([lazy, stale], [], WORDS).code == ExitCode.STALLED
+    assert render.report([lazy, stale], [], WORDS).next == Advice(f"kill 2 && rm -- {LOCK}")
+    assert render.report([stale, eager], [], WORDS).code == ExitCode.EAGER
 
 
 def test_every_entry_names_its_finding_id_and_evidence() -> None:
-    d = _judged("pool-wait", Evidence(workers=Workers(None, (11,))))
-    entry = render.entry(d)
+    d = _judged("pool-wait", evidence(workers=_workers(None, (11,))))
+    entry = render.entry(d, WORDS)
     assert list(entry) == list(render.ENTRY_FIELDS) and entry["id"] == "TL-D201"
     assert entry["evidence"] == {
         "waiting_in": [{"name": "Future.result", "line": 451, "filename": "/usr/lib/python3/concurrent/futures/_base.py"}],
-        "sidecar": None, "orphans": [11],
+        "sidecar": None, "orphans": [11], "fx_compile_mode": None, "wchan": "anon_pipe_write",
     }  # fmt: skip
 
 
@@ -272,3 +422,92 @@ def test_the_findings_are_read_from_the_package_in_a_zip(
         assert findings.load().findings[0].id == "TL-D001-zipped"
     finally:
         findings.load.cache_clear()
+
+
+def test_the_deciding_process_gives_the_top_level_step_and_torch() -> None:
+    """A recorded eager hang beside a stale lock: the hang decides (exit 1), so its apply is the one
+    step, not the lock's (first in PID order); the torch is the deciding process's, as it names it."""
+    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    hang = _judged("eager-depth26", NOTHING_READ, EAGER, pid=3, root="/proc/3/root",
+                   torch_dir="/opt/venv/torch", torch_seen_at="/proc/3/root/opt/venv/torch")  # fmt: skip
+    report = render.report([stale, hang], [], WORDS)
+    assert report.code == ExitCode.EAGER and report.state == "pristine"
+    assert report.next == Advice("torch-lazylog apply --python /venv/bin/python")
+    assert (report.torch_dir, report.graph_py) == ("/opt/venv/torch", "/opt/venv/torch/_inductor/graph.py")
+    assert render.entry(hang, WORDS)["torch_dir"] == report.torch_dir
+    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
+    assert render.report([lazy, stale], [], WORDS).next == Advice(
+        f"kill 2 && rm -- {LOCK}"
+    )  # 6 decides over 0
+
+
+def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> None:
+    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
+    gone = procs.Unreadable(7, ExitCode.USAGE, "Expected a running process 7, found none")
+    report = render.report([lazy], [gone], WORDS)
+    assert report.code == ExitCode.USAGE and report.next is None
+    assert report.message == render.paragraph(lazy, WORDS) and report.problems == (f"{gone.message}.",)
+    eager = _judged("rank-elsewhere", evidence(cpu=IDLE), EAGER, pid=1)
+    assert render.report([eager], [gone], WORDS).code == ExitCode.EAGER
+
+
+def _defaults(tree: ast.Module) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            named = [*node.args.posonlyargs, *node.args.args]
+            with_default = named[len(named) - len(node.args.defaults) :]
+            found += [f"{node.name}.{a.arg}" for a in with_default]
+            found += [
+                f"{node.name}.{a.arg}"
+                for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
+                if d
+            ]
+        elif isinstance(node, ast.ClassDef):
+            found += [
+                f"{node.name}.{ast.unparse(s.target)}"
+                for s in node.body
+                if isinstance(s, ast.AnnAssign) and s.value is not None
+            ]
+    return found
+
+
+# Each default diagnose/ keeps, and the product's call that leaves it out (none is there for tests).
+USED_BY_THE_PRODUCT = {
+    "Lock.whole": "locks._baton and locks._held: a path read whole",
+    "Lock.unread": "locks._baton: no path, nothing read; locks._held: /proc/locks names the holder",
+    "Lock.os": "locks._baton: a lock file, no OS lock",
+    "Lock.mount": "locks._baton: a path py-spy cut short, on no mount read",
+    "Lock.seen": "locks._baton: a path cut short, never judged stale",
+    "Path.cut": "waits.string: a string py-spy showed whole",
+    "Path.tail": "waits.string: nothing joined after it",
+    "Finding.id": "verdict.finding_of: set from the rule once judged",
+    "Finding.waiting": "verdict.finding_of: the torch's findings wait nowhere",
+    "Finding.phase": "verdict.finding_of: only a moving process has a phase",
+    "Finding.peers": "verdict.finding_of: only ranks have peers, set by with_peers",
+    "Finding.awaited_by": "verdict.finding_of: set by with_peers",
+    "shown.limit": "procs.not_python and run._no_torch: a short command line",
+    "no_rights.what": "procs.read_process: the memory map",
+    "dump.with_locals": "stacks.series: the samples, without locals",
+    "_innermost.depth": "verdict.finding_of: the innermost frames shown",
+}
+
+
+def test_diagnose_has_no_parameter_default_only_tests_use() -> None:
+    package = Path(procs.__file__).parent
+    found = [d for path in sorted(package.glob("*.py")) for d in _defaults(ast.parse(path.read_text()))]
+    assert sorted(found) == sorted(USED_BY_THE_PRODUCT)
+
+
+def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() -> None:
+    """Recorded on torch 2.10.0 past Dynamo's recompile limit (tests/scenarios/stalls.py fallback):
+    the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""
+    samples = [_recorded("recompile-fallback-1"), _recorded("recompile-fallback-2")]
+    found = verdict.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
+    assert (found.kind, found.code) == ("moving", ExitCode.OK)
+    assert found.phase is not None and found.phase.startswith(
+        "running a torch.compile'd function, not compiling it"
+    )
+    assert "compile_wrapper" in found.phase and "tracing" not in found.phase
+    tracing = _recorded("compiling-1")
+    assert "Dynamo tracing" not in (verdict.phase_of([tracing], RULES) or "Dynamo tracing (x)")

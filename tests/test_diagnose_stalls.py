@@ -5,18 +5,22 @@ test starts is killed in a finally, the orphaned compile workers too (they outli
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
+import shutil
 import socket
 import subprocess
+import sys
 import time
 from contextlib import AbstractContextManager, suppress
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from patcher.diagnose import procs, stacks
+from patcher.diagnose import locks, procs, stacks
 from tests.conftest import torch_venv
 from tests.diagnosing import diagnose_json, diagnose_text, running
 
@@ -55,41 +59,62 @@ def _in(pid: int, function: str, file: str, timeout: float = 180) -> None:
     pytest.fail(f"process {pid} never reached {function} ({file}) in {timeout:.0f} s")
 
 
-def _stale_lock(tmp: Path) -> tuple[Path, Path]:
-    """TORCH_EXTENSIONS_DIR with x/lock in it already (a build killed midway), and a source for x."""
+ANSWER = Path(__file__).parent / "scenarios" / "answer.cpp"  # a real extension: x.answer() is 42
+READY = "ready: x.answer() = 42"
+
+
+def _stale_lock(tmp: Path) -> Path:
+    """TORCH_EXTENSIONS_DIR with x/lock in it already: a build killed midway."""
     (tmp / "ext" / "x").mkdir(parents=True)
     (tmp / "ext" / "x" / "lock").touch()
-    (tmp / "x.cpp").write_text("int x() { return 1; }\n")
-    return tmp / "ext", tmp / "x.cpp"
+    return tmp / "ext"
 
 
-def test_a_stale_jit_lock_is_named_and_its_removal_as_printed_ends_the_wait(tmp_path: Path) -> None:
-    extensions, source = _stale_lock(tmp_path)
+def test_a_stale_jit_lock_step_followed_as_printed_gets_the_server_ready(tmp_path: Path) -> None:
+    extensions = _stale_lock(tmp_path)
     lock = extensions / "x" / "lock"
-    with _running(tmp_path, "lock", "lock", str(source), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+    with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
         _in(waiter.pid, "wait", "torch/utils/file_baton.py")
         code, report, _ = diagnose_json(str(waiter.pid))
         (entry,) = report["processes"]
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["id"] == "TL-D101", report
-        assert f"JIT build lock {lock}" in entry["message"] and "no process holds it open" in entry["message"]
-        assert entry["evidence"]["lock"]["holders"] == [] and entry["evidence"]["lock"]["age_s"] >= 0
-        step = f"rm -- {shlex.quote(str(lock))}"
-        assert report["next"] == entry["next"] == step
+        assert (
+            f"JIT build lock {lock}" in entry["message"] and "which no process holds open" in entry["message"]
+        )
+        assert entry["evidence"]["lock"]["holders"] == [] and entry["evidence"]["lock"]["all_in_view"]
+        stop_remove = f"kill {waiter.pid} && rm -- {shlex.quote(str(lock))} && cd "
+        assert entry["next"].startswith(stop_remove), entry["next"]
+        assert f"TORCH_EXTENSIONS_DIR={shlex.quote(str(extensions))}" in entry["next"]
         text = diagnose_text(str(waiter.pid))
-        assert text.returncode == 6 and text.stdout.splitlines()[-1] == f"Next: {step}", text.stdout
+        assert text.returncode == 6 and text.stdout.splitlines()[-1] == f"Next: {entry['next']}", text.stdout
         assert lock.exists() and waiter.poll() is None  # read, nothing removed: still waiting
         printed = text.stdout.splitlines()[-1].removeprefix("Next: ")
-        subprocess.run(["bash", "-c", printed], check=True)
-        _printed(tmp_path, "lock", "wait ended", timeout=30)
+        with running(["bash", "-c", printed], tmp_path, "again"):
+            shown = _printed(tmp_path, "again", READY)
+            assert waiter.poll() is not None and "Error" not in shown, shown
+            assert (extensions / "x" / "x.so").is_file() and not lock.exists()
+
+
+def test_removing_a_stale_jit_lock_alone_ends_the_wait_in_an_import_error(tmp_path: Path) -> None:
+    """Why the step stops and starts the server: torch < 2.14's waiter imports after the wait, it
+    does not build (what TL-D101's sentence says)."""
+    extensions = _stale_lock(tmp_path)
+    with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+        _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+        (extensions / "x" / "lock").unlink()
+        assert waiter.wait(timeout=60) != 0
+        assert (
+            "ImportError" in (tmp_path / "lock.out").read_text() and not (extensions / "x" / "x.so").exists()
+        )
 
 
 def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal(tmp_path: Path) -> None:
-    extensions, source = _stale_lock(tmp_path)
+    extensions = _stale_lock(tmp_path)
     lock = extensions / "x" / "lock"
     lock.unlink()
     with _running(tmp_path, "hold", "hold", str(lock)) as holder:
         _printed(tmp_path, "hold", "held")
-        with _running(tmp_path, "lock", "lock", str(source), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+        with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
             _in(waiter.pid, "wait", "torch/utils/file_baton.py")
             code, report, _ = diagnose_json(str(waiter.pid))
             (entry,) = report["processes"]
@@ -99,6 +124,130 @@ def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal
             assert report["next"] is None and "rm " not in entry["message"]
             assert "Do not remove the lock" in entry["message"]
             assert lock.exists() and waiter.poll() is None
+
+
+def _inside(namespace_of: int, *args: str) -> tuple[int, dict[str, Any]]:
+    """diagnose --json run inside the PID and mount namespaces of a process (as in its container)."""
+    done = subprocess.run(
+        ["nsenter", f"--target={namespace_of}", "--pid", "--mount", "--", sys.executable, "-m", "patcher",
+         "diagnose", *args, "--json"],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+    )  # fmt: skip
+    assert done.stdout and "Traceback" not in done.stderr, done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    return done.returncode, report
+
+
+def test_a_holder_in_another_pid_namespace_is_never_called_stale(tmp_path: Path) -> None:
+    """The waiter and diagnose in a PID namespace of their own (a container, `kubectl exec`); the
+    holder outside it, on the same directory: no removal, and where the holder may be. From the host
+    (its first PID namespace), the holder is named."""
+    extensions = _stale_lock(tmp_path)
+    lock = extensions / "x" / "lock"
+    lock.unlink()
+    python = torch_venv("2.10.0") / "bin" / "python"
+    with _running(tmp_path, "hold", "hold", str(lock)) as holder:
+        _printed(tmp_path, "hold", "held")
+        unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
+        with running(
+            [*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)
+        ) as shell:
+            (waiter,) = _children(shell.pid, 1)
+            _in(waiter, "wait", "torch/utils/file_baton.py")
+            code, report = _inside(waiter, str(procs.own_pid(waiter)))
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == "jit-lock-unseen" and entry["id"] == "TL-D104", report
+            mount = locks.mount_of(waiter, str(lock))
+            assert mount is not None and entry["evidence"]["lock"]["mount"] == mount._asdict()
+            said = entry["message"]
+            assert f"lock is on {mount.fstype} {mount.source} mounted at {mount.point}" in said, said
+            assert "Do not remove the lock" in said and "diagnose this process from the host" in said
+            assert report["next"] is None and entry["next"] is None and "rm " not in said
+            code, report, _ = diagnose_json(str(waiter))
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == "jit-lock-held", report
+            assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
+            assert lock.exists() and shell.poll() is None
+
+
+def test_a_stale_lock_in_a_containers_namespaces_read_from_the_host_is_removed_inside(tmp_path: Path) -> None:
+    """From the host every process is in view; the waiter's root is reached through /proc/PID/root,
+    which is gone once it ends: the printed step removes the lock in its mount namespace, then stops
+    it (the container is started again by whoever runs it)."""
+    extensions = _stale_lock(tmp_path)
+    lock = extensions / "x" / "lock"
+    python = torch_venv("2.10.0") / "bin" / "python"
+    unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
+    with running([*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)) as shell:
+        (waiter,) = _children(shell.pid, 1)
+        _in(waiter, "wait", "torch/utils/file_baton.py")
+        code, report, _ = diagnose_json(str(waiter))
+        (entry,) = report["processes"]
+        assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["container"], report
+        # its namespace's PID 1, which drops a SIGTERM it has no handler for
+        step = f"nsenter --target={waiter} --mount -- rm -- {shlex.quote(str(lock))} && kill -KILL {waiter}"
+        assert entry["next"] == step and "start the container again" in entry["message"]
+        subprocess.run(["bash", "-c", entry["next"]], check=False)
+        assert shell.wait(timeout=60) is not None and not lock.exists()
+
+
+def _vendored(tmp: Path) -> Path:
+    """A package of another name that carries its own copy of torch's FileBaton (as aiter does),
+    and builds under it."""
+    package = tmp / "vendor" / "batonkit"
+    package.mkdir(parents=True)
+    (package / "__init__.py").touch()
+    torch_dir = torch_venv("2.10.0").glob("lib/python*/site-packages/torch")
+    shutil.copyfile(next(torch_dir) / "utils" / "file_baton.py", package / "utils.py")
+    (package / "jit.py").write_text(
+        "import os\n\nfrom batonkit.utils import FileBaton\n\n\n"
+        "def mp_lock(lock_path):\n    baton = FileBaton(lock_path)\n"
+        "    if baton.try_acquire():\n        baton.release()\n    else:\n        baton.wait()\n\n\n"
+        "def build(where):\n    mp_lock(os.path.join(where, 'build.lock'))\n"
+    )
+    return tmp / "vendor"
+
+
+def test_a_file_baton_copy_in_a_package_of_another_name_is_named_with_its_lock(tmp_path: Path) -> None:
+    (tmp_path / "jit").mkdir()
+    lock = tmp_path / "jit" / "build.lock"
+    lock.touch()
+    with _running(
+        tmp_path, "vendored", "vendored", str(_vendored(tmp_path)), str(tmp_path / "jit")
+    ) as waiter:
+        _in(waiter.pid, "wait", "batonkit/utils.py")
+        code, report, _ = diagnose_json(str(waiter.pid))
+        (entry,) = report["processes"]
+        assert code == 6 and entry["finding"] == "jit-lock-stale", report
+        assert entry["evidence"]["lock"]["path"] == str(lock) and f"lock {lock}," in entry["message"]
+        assert "FileBaton.wait (utils.py:" in entry["message"] or "wait (utils.py:" in entry["message"]
+
+
+@pytest.mark.parametrize(
+    ("how", "waits_in"),
+    [
+        pytest.param("flocked", ("acquire", "filelock/_core/_lock.py"), id="filelock-polls"),
+        pytest.param("flock-blocked", ("flock_blocked", "stalls.py"), id="kernel-blocks"),
+    ],
+)
+def test_an_flock_held_by_another_process_is_named_with_its_holder(
+    tmp_path: Path, how: str, waits_in: tuple[str, str]
+) -> None:
+    lock = tmp_path / "cache.lock"
+    with _running(tmp_path, "flock", "flock", str(lock)) as holder:
+        _printed(tmp_path, "flock", "held")
+        with _running(tmp_path, how, how, str(lock)) as waiter:
+            _printed(tmp_path, how, "waiting")
+            _in(waiter.pid, *waits_in)
+            code, report, _ = diagnose_json(str(waiter.pid))
+            (entry,) = report["processes"]
+            assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-held", "TL-D105"), report
+            assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
+            assert (
+                f"FLOCK lock on {lock} " in entry["message"]
+                and f"held by PID {holder.pid} (" in entry["message"]
+            )
+            assert report["next"] is None and waiter.poll() is None
 
 
 def _free_port() -> int:
@@ -116,26 +265,57 @@ def _children(pid: int, count: int, timeout: float = 60) -> list[int]:
     return found
 
 
-def test_ranks_out_of_step_name_the_odd_rank_and_its_function(tmp_path: Path) -> None:
+def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_torch(tmp_path: Path) -> None:
+    """Two ranks started as torchrun starts them: rank 0 in barrier(), rank 1 in the user's own code.
+    Rank 0 alone names rank 1 and the collective; rank 1 alone is the rank its job waits for; the
+    launcher's run exits 6 with the ranks' step first, and, on the shared venv's torch as it is
+    (unpatched, unless a suite holding the venvs' lock patched it meanwhile), the eager torch second."""
+    python = torch_venv("2.10.0") / "bin" / "python"
     with _running(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
         ranks = _children(launcher.pid, 2)
         by_rank = {procs.command_line(pid)[-1]: pid for pid in ranks}
         waiting, odd = by_rank["0"], by_rank["1"]
         _in(waiting, "barrier", "torch/distributed/distributed_c10d.py")
         _in(odd, "hold_back", "stalls.py")
-        code, report, _ = diagnose_json(str(launcher.pid))
-        entries = {e["pid"]: e for e in report["processes"]}
-        assert set(entries) == {waiting, odd}, report  # the launcher has no torch loaded
-        first = entries[waiting]
-        assert (first["finding"], first["id"], first["exit_code"]) == ("ranks-out-of-step", "TL-D301", 6)
-        # its own finding depends on the shared venv's torch (eager here, unless a suite patched it)
+        spy, apply = shlex.quote(stacks.find()), f"torch-lazylog apply --python {python}"
+
+        code, report, _ = diagnose_json(str(waiting))
+        (first,) = report["processes"]  # rank 1 is read as its job, and named in rank 0's paragraph
+        assert (code, first["finding"], first["id"]) == (6, "ranks-out-of-step", "TL-D301"), report
+        assert "waits in the collective barrier for ranks of its job on this machine" in first["message"]
         assert re.search(
-            rf"PID {odd} \({entries[odd]['finding']}\) in hold_back \(stalls.py:\d+\)", first["message"]
+            rf"PID {odd} \(rank 1\), (eager-torch|lazy), in hold_back \(stalls.py:\d+\)", first["message"]
         )
-        assert "waits in the collective barrier" in first["message"]
-        assert [r["pid"] for r in first["evidence"]["odd"]] == [odd]
-        assert entries[odd]["evidence"]["awaited_by"] == [waiting]
-        assert code in (1, 6)  # 1 when the odd rank's torch formats eagerly (the venv's, unpatched)
+        assert first["evidence"]["collective"] == "barrier" and [
+            r["pid"] for r in first["evidence"]["odd"]
+        ] == [odd]
+        assert report["next"] == first["next"] == f"{spy} dump --locals --pid {odd}"
+        eager = "formats the implicit-fallback log eagerly" in first["message"]
+        second = {"finding": "eager-torch", "id": "TL-D501", "exit_code": 1, "next": apply}
+        assert first["second"] == (second if eager else None), first
+
+        code, report, _ = diagnose_json(str(odd))
+        (alone,) = report["processes"]
+        assert (code, alone["finding"], alone["id"]) == (6, "rank-awaited", "TL-D304"), report
+        assert (
+            f"is the rank its job waits for: PIDs {waiting} wait in the collective barrier"
+            in alone["message"]
+        )
+        assert (
+            alone["evidence"]["awaited_by"] == [waiting]
+            and report["next"] == f"{spy} dump --locals --pid {odd}"
+        )
+
+        text = diagnose_text(str(launcher.pid))
+        lines = text.stdout.splitlines()
+        assert text.returncode == 6 and [line.split()[1] for line in lines[:2]] == [str(waiting), str(odd)], (
+            text
+        )
+        assert lines[-1] == f"Next: {spy} dump --locals --pid {odd}" and (f"`{apply}`" in lines[1]) == eager
+        followed = subprocess.run(
+            ["bash", "-c", lines[-1].removeprefix("Next: ")], capture_output=True, text=True
+        )
+        assert followed.returncode == 0 and "hold_back (stalls.py:" in followed.stdout, followed.stderr
 
 
 def _carrying(parent: int) -> list[int]:
@@ -168,6 +348,9 @@ def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: P
             assert entry["evidence"]["orphans"] == orphans and entry["evidence"]["sidecar"] is None
             assert " ".join(map(str, orphans)) in entry["message"]
             assert "TORCHINDUCTOR_COMPILE_THREADS=1" in report["next"] and parent.poll() is None
+            assert (
+                "TORCHINDUCTOR_FX_COMPILE_MODE" not in report["next"]
+            )  # the async-compile pool: threads=1 suffices
         finally:
             for pid in _carrying(parent.pid):
                 with suppress(ProcessLookupError):
@@ -184,3 +367,67 @@ def test_a_loop_compiling_new_functions_is_moving_and_exit_0(tmp_path: Path) -> 
         assert "is busy and moving" in entry["message"] and report["next"] is None
         for word in ("rm ", "kill", "remove"):
             assert word not in entry["message"]
+
+
+@pytest.mark.parametrize(
+    ("ops", "finding", "wait", "done"),
+    [
+        pytest.param(
+            5, "compile-workers-gone", ("result", "concurrent/futures/_base.py"), "compiled", id="a-future"
+        ),
+        # about 110 kB pickled, more than the pipe holds; its compile in the process takes minutes here,
+        # so the start is followed until it has compiled its first function without a sidecar
+        pytest.param(
+            40,
+            "compile-workers-gone-writing",
+            ("_send_msg", "subproc_pool.py"),
+            "no sidecar",
+            id="a-pipe-write",
+        ),
+    ],
+)
+def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_without_a_pool(
+    tmp_path: Path, ops: int, finding: str, wait: tuple[str, str], done: str
+) -> None:
+    """TORCHINDUCTOR_FX_COMPILE_MODE=subprocess: the sidecar compiles each graph. Killed, the next
+    graph waits on its future (a small one) or blocks writing to the sidecar's pipe (a large one).
+    What it left (its spawned worker and resource tracker, which torch's watchdog ends within 60 s)
+    is listed while it lives; the printed step, run as it is, starts the scenario again, and that
+    start compiles with no sidecar."""
+    go = tmp_path / "go"
+    left: list[int] = []
+    with _running(
+        tmp_path, "fx", "fx", str(go), str(ops), TORCHINDUCTOR_FX_COMPILE_MODE="subprocess"
+    ) as main:
+        try:
+            sidecar = int(_printed(tmp_path, "fx", "sidecar ").split("sidecar ", 1)[1].split()[0])
+            left = procs.descendants(sidecar, procs.parents())  # its spawned worker and resource tracker
+            assert left and all("--parent=" not in procs.command_line(p) for p in left)
+            os.kill(sidecar, 9)
+            go.touch()
+            _in(main.pid, *wait)
+            code, report, _ = diagnose_json(str(main.pid))
+            alive = [p for p in left if not procs.gone(p)]
+            (entry,) = report["processes"]
+            assert code == 6 and entry["finding"] == finding and entry["evidence"]["sidecar"] is None, report
+            assert set(alive) <= set(entry["evidence"]["orphans"]) <= set(left), (left, alive, entry)
+            assert "TORCHINDUCTOR_FX_COMPILE_MODE=subprocess" in entry["message"]
+            step = report["next"]
+            assert step == entry["next"] and step.startswith(
+                f"kill {' '.join(map(str, [main.pid, *entry['evidence']['orphans']]))}; "
+            )
+            assert (
+                "TORCHINDUCTOR_FX_COMPILE_MODE=normal" in step and "TORCHINDUCTOR_COMPILE_THREADS=1" in step
+            )
+            with running(["bash", "-c", step], tmp_path, "again") as again:
+                shown = _printed(tmp_path, "again", done, timeout=600)
+                assert "no sidecar" in shown and main.wait(timeout=30) == -15, shown
+                assert not [
+                    p
+                    for p in procs.descendants(again.pid, procs.parents())
+                    if "compile_worker" in " ".join(procs.command_line(p))
+                ]
+        finally:
+            for pid in left:
+                with suppress(ProcessLookupError):
+                    os.kill(pid, 9)

@@ -13,7 +13,7 @@ from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import Report
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
-from tests.diagnosing import EAGER_TORCH, LAZY_TORCH
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
 EAGER, LAZY = EAGER_TORCH, LAZY_TORCH
@@ -32,7 +32,7 @@ UNKNOWN = TorchFacts(
 
 def _process(started: float = 200.0, **changes: Any) -> ProcessFacts:
     base = ProcessFacts(4242, "python chain.py", "/venv/bin/python", started, "", "/venv/torch",
-                        "/venv/torch", False, None, None)  # fmt: skip
+                        "/venv/torch", False, None, None, True, 1, NO_LAUNCH)  # fmt: skip
     return base._replace(**changes)
 
 
@@ -60,7 +60,7 @@ def _outside(sample: Sample) -> Sample:
 
 def test_the_recorded_hang_is_the_eager_formatting() -> None:
     sample = _recorded()
-    found = verdict.finding_of(_process(), [sample] * 4 + [_outside(sample)], EAGER)
+    found = verdict.finding_of(_process(), [sample] * 4 + [_outside(sample)], EAGER, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.samples, found.in_formatting) == ("eager-formatting", 1, 5, 4)
     str_frames = [
         f
@@ -70,31 +70,31 @@ def test_the_recorded_hang_is_the_eager_formatting() -> None:
     assert found.depth == len(str_frames) > 20
     names = [f.name for f in found.frames]
     assert names[1:3] == ["OperatorIssue.operator_str", "GraphLowering.call_function"]
-    said = render.paragraph(render.Diagnosed(_process(), EAGER, found))
+    said = render.paragraph(render.Diagnosed(_process(), EAGER, found, False), WORDS)
     assert "4 of 5 samples" in said and f"under {found.depth} nested __str__" in said
     assert "torch/_inductor/exc.py:33" in said and "torch/_inductor/graph.py:1285" in said
     assert (
-        render.next_step(render.Diagnosed(_process(), EAGER, found))
+        render.next_step(render.Diagnosed(_process(), EAGER, found, False), WORDS)
         == "torch-lazylog apply --python /venv/bin/python"
     )
 
 
 def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
     lazy_str = Frame(
-        "LazyString.__str__", "/venv/lib/python3/site-packages/torch/_logging/_internal.py", 1255
+        "LazyString.__str__", "/venv/lib/python3/site-packages/torch/_logging/_internal.py", 1255, ()
     )
     sample = _with_caller(_recorded(), lazy_str)
     process = _process(torch_logs="+inductor")
-    found = verdict.finding_of(process, [sample] * 3, LAZY)
+    found = verdict.finding_of(process, [sample] * 3, LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting) == ("info-formatting", 0, 3)
-    said = render.paragraph(render.Diagnosed(process, LAZY, found))
+    said = render.paragraph(render.Diagnosed(process, LAZY, found, False), WORDS)
     assert "TORCH_LOGS=+inductor" in said and "lazy, not free" in said
-    assert render.next_step(render.Diagnosed(process, LAZY, found)) is None
+    assert render.next_step(render.Diagnosed(process, LAZY, found, False), WORDS) is None
 
 
 def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
-    other = Frame("OperatorIssue.__str__", "/venv/lib/python3/site-packages/torch/_inductor/exc.py", 40)
-    found = verdict.finding_of(_process(), [_with_caller(_recorded(), other)], LAZY)
+    other = Frame("OperatorIssue.__str__", "/venv/lib/python3/site-packages/torch/_inductor/exc.py", 40, ())
+    found = verdict.finding_of(_process(), [_with_caller(_recorded(), other)], LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting) == ("lazy", 0, 0)
 
 
@@ -109,46 +109,56 @@ def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
 )
 def test_not_formatting_names_where_it_is(torch: TorchFacts, started: float, kind: str, code: int) -> None:
     sample = _outside(_recorded())
-    found = verdict.finding_of(_process(started), [sample, sample], torch)
+    found = verdict.finding_of(_process(started), [sample, sample], torch, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting, found.depth) == (kind, code, 0, 0)
     assert found.frames == sample[0].frames[: verdict.INNERMOST]
-    said = render.paragraph(render.Diagnosed(_process(started), torch, found))
+    said = render.paragraph(render.Diagnosed(_process(started), torch, found, False), WORDS)
     assert "GraphLowering.call_function (torch/_inductor/graph.py:1285)" in said
     assert ("restart it" in said) == (started < 100.0)
 
 
 def test_in_the_formatting_after_apply_says_restart() -> None:
-    found = verdict.finding_of(_process(50.0), [_recorded()], LAZY)
+    found = verdict.finding_of(_process(50.0), [_recorded()], LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.restart) == ("eager-formatting", 1, True)
-    d = render.Diagnosed(_process(50.0), LAZY, found)
-    assert "restart it" in render.paragraph(d) and render.next_step(d) is None
+    d = render.Diagnosed(_process(50.0), LAZY, found, False)
+    assert "restart it" in render.paragraph(d, WORDS) and render.next_step(d, WORDS) is None
 
 
 def test_a_torch_replaced_under_the_process_says_restart() -> None:
-    found = verdict.finding_of(_process(torch_replaced=True), [_outside(_recorded())], LAZY)
+    found = verdict.finding_of(
+        _process(torch_replaced=True), [_outside(_recorded())], LAZY, NOTHING_READ, RULES
+    )
     assert (found.kind, found.restart) == ("stale-import", True)
 
 
 def test_the_run_reports_the_most_severe_code() -> None:
-    eager = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
-    lazy = render.Diagnosed(
-        _process(pid=7), LAZY, verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY)
+    eager = render.Diagnosed(
+        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
     )
-    report = render.report([lazy, eager], [])
+    lazy = render.Diagnosed(
+        _process(pid=7),
+        LAZY,
+        verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY, NOTHING_READ, RULES),
+        False,
+    )
+    report = render.report([lazy, eager], [], WORDS)
     assert report.code == 1 and report.next == Advice("torch-lazylog apply --python /venv/bin/python")
     assert report.message.count("PID ") == 2
-    assert render.report([lazy], []).code == 0
+    assert render.report([lazy], [], WORDS).code == 0
 
 
 def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
     """From the single file (no `torch-lazylog` command), the apply is the file run by its Python."""
-    eager = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
+    eager = render.Diagnosed(
+        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
+    )
     program = "python3 -B /mnt/torch-lazylog.pyz"
     line = f"{program} apply --python /venv/bin/python"
-    assert render.next_step(eager, program) == line
-    assert render.entry(eager, program)["next"] == line and render.report(
-        [eager], [], program
-    ).next == Advice(line)
+    words = WORDS._replace(program=program)
+    assert render.next_step(eager, words) == line
+    assert render.entry(eager, words)["next"] == line and render.report([eager], [], words).next == Advice(
+        line
+    )
 
 
 def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
@@ -169,9 +179,11 @@ def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
 def test_every_process_entry_has_the_same_fields() -> None:
     from patcher.diagnose.procs import Unreadable
 
-    found = render.Diagnosed(_process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER))
+    found = render.Diagnosed(
+        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
+    )
     unread = render.unreadable_entry(Unreadable(7, ExitCode.ENVIRONMENT, "Expected to read it"))
-    assert list(render.entry(found)) == list(unread) == list(render.ENTRY_FIELDS)
+    assert list(render.entry(found, WORDS)) == list(unread) == list(render.ENTRY_FIELDS)
     assert unread["finding"] is None and unread["frames"] == [] and unread["exit_code"] == 4
 
 

@@ -183,6 +183,8 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
         text += f"\n{only}: {next}"
+    if given.command == "diagnose" and report.problems:  # the processes read, and PIDs it could not read
+        return text + "\n", "".join(f"torch-lazylog: error: {p}\n" for p in report.problems)
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):
         nearest = report.nearest_diff
         return "", f"torch-lazylog: error: {text}\n" + (nearest + "\n" if nearest else "")

@@ -10,11 +10,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose.model import Frame, Kind, Sample, Stack
+from patcher.diagnose.model import Frame, Kind, Stack
 
 NAME = "diagnose_findings.json"
 TORCH_CODE = "TORCH"  # the code of the loaded torch's state (verify's)
-CUT = "..."  # how py-spy ends a repr it cut short
 
 
 class FramePattern(NamedTuple):
@@ -36,19 +35,16 @@ class Rule(NamedTuple):
     kind: Kind
     code: ExitCode | None  # None: the loaded torch's (verify's) code
     said: str
-    next: str | None = None
-    threads: tuple[ThreadPattern, ...] = ()  # empty: judged by code (`judged`)
-    evidence: str | None = None  # "lock", "workers" or "peers"
-    when: tuple[tuple[str, bool], ...] = ()
-    judged: str | None = None  # "formatting", "progress" or "torch"
+    next: str | None
+    threads: tuple[ThreadPattern, ...]  # empty: judged by code (`judged`)
+    evidence: str | None  # "lock", "workers" or "peers"
+    when: tuple[tuple[str, bool], ...]
+    judged: str | None  # "formatting", "progress", "torch" or "peers"
 
-
-class LockSource(NamedTuple):
-    """Where a lock's path is found: a local of a frame, joined with a name (torch: build_directory/lock)."""
-
-    frame: FramePattern
-    local: str
-    join: str
+    @property
+    def waits_on_lock(self) -> bool:
+        """A lock's finding: matched by what the code does, not by its frames (patcher/diagnose/locks.py)."""
+        return self.evidence == "lock" and not self.threads
 
 
 class Phase(NamedTuple):
@@ -58,7 +54,6 @@ class Phase(NamedTuple):
 
 class Rules(NamedTuple):
     findings: tuple[Rule, ...]
-    locks: tuple[LockSource, ...]
     helpers: tuple[str, ...]  # a command line naming one of these is a helper of its parent
     phases: tuple[Phase, ...]
     importing: tuple[FramePattern, ...]  # a stack with one of these imports: busy, but not compiling
@@ -101,7 +96,6 @@ def parse(text: str) -> Rules:
     data = json.loads(text)
     return Rules(
         findings=tuple(map(_rule, data["findings"])),
-        locks=tuple(LockSource(_frame(s), s["local"], s["join"]) for s in data["locks"]),
         helpers=tuple(data["helpers"]),
         phases=tuple(Phase(_frame(p), p["phase"]) for p in data["phases"]),
         importing=tuple(map(_frame, data["importing"])),
@@ -140,22 +134,4 @@ def waiting_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
     for stack in sample:
         if rule.threads and thread_matches(stack, rule.threads[0]):
             return [f for f in stack.frames if any(p.matches(f) for p in rule.threads[0])][-1]
-    return None
-
-
-def _value(found: str) -> tuple[str, bool]:
-    """A string local as py-spy shows it: its text, and whether py-spy cut it short."""
-    text = found[1:-1] if len(found) >= 2 and found[0] == found[-1] and found[0] in "\"'" else found
-    return (text[: -len(CUT)], True) if text.endswith(CUT) else (text, False)
-
-
-def lock_named(sample: Sample, rules: Rules) -> tuple[str, bool, str] | None:
-    """The lock a frame's locals name (the process's view): the local's text, whether py-spy cut it
-    short, and the name joined to it (`lock` for torch's build directory)."""
-    for source in rules.locks:
-        for stack in sample:
-            for frame in stack.frames:
-                found = dict(frame.locals).get(source.local) if source.frame.matches(frame) else None
-                if found is not None:
-                    return (*_value(found), source.join)
     return None

@@ -12,7 +12,7 @@ class Frame(NamedTuple):
     name: str  # the qualified name py-spy reports (`OperatorIssue.operator_str`; bare on Python 3.10)
     filename: str
     line: int
-    locals: tuple[tuple[str, str], ...] = ()  # (name, py-spy's repr), from a dump with --locals
+    locals: tuple[tuple[str, str], ...]  # (name, py-spy's repr), from a dump with --locals; else empty
 
     def where(self) -> str:
         """`name (torch/_inductor/exc.py:33)`: the file from its package directory on."""
@@ -29,6 +29,21 @@ class Stack(NamedTuple):
 Sample = tuple[Stack, ...]  # one dump: every thread
 
 
+class Launch(NamedTuple):
+    """The launcher's variables in a rank's environment (torchrun sets them all; a hand-made launcher
+    often MASTER_ADDR/MASTER_PORT and RANK/WORLD_SIZE): what ties the ranks of one job together."""
+
+    run_id: str | None  # TORCHELASTIC_RUN_ID
+    master: str | None  # MASTER_ADDR:MASTER_PORT, the rendezvous every rank of a job names
+    rank: int | None  # RANK
+    world_size: int | None  # WORLD_SIZE
+
+    @property
+    def job(self) -> str | None:
+        """What every rank of one job shares: the run ID, else the rendezvous address."""
+        return self.run_id or self.master
+
+
 class ProcessFacts(NamedTuple):
     pid: int
     command: str  # its command line, for the reader to recognise it
@@ -40,12 +55,26 @@ class ProcessFacts(NamedTuple):
     torch_replaced: bool  # its torch/_C*.so was deleted after loading (torch reinstalled under it)
     torch_logs: str | None  # TORCH_LOGS in its environment
     pycache_prefix: str | None  # PYTHONPYCACHEPREFIX in its environment, as this tool reads it
-    owns_torch: bool = True  # its interpreter lives beside its torch: `apply --python` reaches it
-    parent: int = 0  # its parent's PID: ranks of one server are siblings
+    owns_torch: bool  # its interpreter lives beside its torch: `apply --python` reaches it
+    parent: int  # its parent's PID: ranks of one server are siblings
+    launch: Launch  # what a launcher (torchrun, mp.spawn's script) put in its environment
+
+    @property
+    def rank(self) -> str:
+        """`PID 12 (rank 1)`: the rank from its environment, when a launcher set RANK."""
+        return f"PID {self.pid}" + (f" (rank {self.launch.rank})" if self.launch.rank is not None else "")
 
     @property
     def container(self) -> bool:
         return bool(self.root)
+
+    def same_job(self, other: ProcessFacts) -> bool:
+        """Ranks of one job: the same launcher's run ID or rendezvous; else siblings, unless their
+        launchers' variables name two jobs."""
+        mine, theirs = self.launch.job, other.launch.job
+        if mine and theirs:
+            return mine == theirs
+        return self.parent == other.parent
 
 
 class TorchFacts(NamedTuple):
@@ -58,8 +87,9 @@ class TorchFacts(NamedTuple):
 
 Kind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
-    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "compile-workers-gone", "ranks-out-of-step",
-    "ranks-waiting-for-progress", "in-collective", "moving",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held",
+    "compile-workers-gone", "compile-workers-gone-writing",
+    "ranks-out-of-step", "ranks-waiting-for-progress", "in-collective", "rank-awaited", "moving",
 ]  # fmt: skip
 
 
@@ -72,20 +102,49 @@ class Holder(NamedTuple):
     wchan: str  # the kernel function it sleeps in ('' when running)
 
 
+class Mount(NamedTuple):
+    """The mount a file is on, as /proc/PID/mountinfo gives it (the longest mount point over it)."""
+
+    point: str
+    fstype: str  # ext4, overlay, nfs4, fuse.sshfs, ...
+    source: str  # /dev/vda, server:/export, overlay, ...
+
+
 class Lock(NamedTuple):
     path: str  # as the process names it ('' when no frame's locals name it)
     read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
     age: float | None  # seconds since it was created; None when no such file
     holders: tuple[Holder, ...]
+    waiting: Frame | None  # the loop that waits (FileBaton.wait, filelock's poll; None: none read)
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
     unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
+    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for a lock file that must vanish
+    mount: Mount | None = None
+    # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
+    # the lock is on its container's own root; and it is not on a network or cluster filesystem.
+    seen: bool = True
+
+
+class Start(NamedTuple):
+    """How a process was started, as /proc says: enough to stop it and start it again by hand."""
+
+    pid: int  # the process to stop: the server itself, or a rank's launcher (the job)
+    cwd: str  # its working directory, as it names it
+    argv: tuple[str, ...]
+    variables: tuple[tuple[str, str], ...]  # those that decide what it imports and builds (procs.VARIABLES)
+    init: bool  # PID 1 of its PID namespace (a container's main process): the kernel drops a SIGTERM it has no handler for
 
 
 class Workers(NamedTuple):
-    """Inductor's compile-worker processes of one parent."""
+    """Inductor's compile-worker processes of one parent, and how the pool was made."""
 
     sidecar: int | None  # the live sidecar (the parent's child running compile_worker/__main__.py)
-    orphans: tuple[int, ...]  # live processes still carrying --parent=PID when the sidecar is gone
+    orphans: tuple[
+        int, ...
+    ]  # when the sidecar is gone: what it left behind, found by ancestry or entry point
+    fx_mode: str | None  # TORCHINDUCTOR_FX_COMPILE_MODE: "subprocess" sends whole graphs to the sidecar
+    wchan: str  # the kernel function the process sleeps in ('' when running): anon_pipe_write, a full pipe
+    start: Start
 
 
 class Cpu(NamedTuple):
@@ -98,23 +157,29 @@ class Cpu(NamedTuple):
 class Evidence(NamedTuple):
     """What diagnose read besides the stacks, for the findings that ask for it."""
 
-    lock: Lock | None = None
-    workers: Workers | None = None
-    cpu: Cpu | None = None
+    lock: Lock | None
+    workers: Workers | None
+    cpu: Cpu | None
+    start: Start | None  # how the process waiting on a lock was started, for a step that restarts it
 
 
 class Rank(NamedTuple):
     """A peer rank as a waiting rank's finding names it."""
 
     pid: int
+    rank: int | None  # its RANK, when its launcher set one
     kind: Kind
     where: str
 
 
 class Peers(NamedTuple):
-    collective: str  # the function it waits in (`barrier`)
-    waiting: tuple[int, ...]  # the sibling ranks in a collective, itself included
-    odd: tuple[Rank, ...]  # the sibling ranks that are not
+    """A rank's job as read on this machine: its siblings (same parent) and the processes with its
+    launcher's run ID or rendezvous, each read whether given or not."""
+
+    collective: str  # the function the waiting ranks wait in (`barrier`)
+    waiting: tuple[int, ...]  # the job's ranks in a collective (itself included when it is one)
+    odd: tuple[Rank, ...]  # the job's ranks that are not
+    absent: tuple[int, ...]  # the ranks of WORLD_SIZE no process on this machine is
 
 
 class Finding(NamedTuple):
@@ -125,9 +190,9 @@ class Finding(NamedTuple):
     depth: int  # nested __str__ frames above operator_str, the most seen
     frames: tuple[Frame, ...]  # the formatting's frames, or the innermost ones when it is elsewhere
     restart: bool  # graph.py (or torch) changed after the process started
+    evidence: Evidence  # what was read besides the stacks
     id: str = ""  # the finding's ID in patches/diagnose_findings.json (TL-D001, ...)
     waiting: Frame | None = None  # where it waits, for a stall
-    evidence: Evidence = Evidence()
     phase: str | None = None  # what a busy process is doing
     peers: Peers | None = None
     awaited_by: tuple[int, ...] = ()  # sibling ranks waiting for this one in a collective

@@ -9,16 +9,14 @@ signalled or removed.
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from pathlib import Path
 from typing import NamedTuple
 
 from patcher.core.errors import ExitCode
-from patcher.diagnose import findings
 from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Holder, Lock, ProcessFacts, Sample, Workers
+from patcher.diagnose.model import Holder, Launch, ProcessFacts, Start, Workers
 
 PROC = Path("/proc")
 _DELETED = " (deleted)"
@@ -318,7 +316,36 @@ def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFac
         torch_replaced=library.endswith(_DELETED),
         torch_logs=env.get("TORCH_LOGS"),
         pycache_prefix=_prefix(env.get("PYTHONPYCACHEPREFIX"), root),
+        launch=launch_of(env),
     )
+
+
+def launch_of(env: dict[str, str]) -> Launch:
+    address, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
+    return Launch(
+        run_id=env.get("TORCHELASTIC_RUN_ID") or None,
+        master=f"{address}:{port}" if address and port else None,
+        rank=_number(env.get("RANK")),
+        world_size=_number(env.get("WORLD_SIZE")),
+    )
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
+
+
+def job_of(found: list[ProcessFacts], tree: dict[int, int]) -> list[ProcessFacts]:
+    """The processes of the jobs of `found` that were not read: with torch loaded, and its siblings
+    (the same parent: mp.spawn, torchrun) or carrying its launcher's run ID or rendezvous. Siblings
+    under PID 1 count only with the launcher's variables (there, every daemon is a sibling)."""
+    read = {p.pid for p in found}
+    parents = {p.parent for p in found if p.parent > 1 or p.launch.job}
+    jobs = {p.launch.job for p in found if p.launch.job}
+    candidates = {pid for pid, parent in tree.items() if parent in parents} - read
+    if jobs:
+        candidates |= {pid for pid in tree if pid not in read and launch_of(environ(pid)).job in jobs}
+    mates = [r for r in map(read_process, sorted(candidates)) if isinstance(r, ProcessFacts)]
+    return [m for m in mates if any(m.same_job(p) for p in found)]
 
 
 def _prefix(value: str | None, root: str) -> str | None:
@@ -358,30 +385,6 @@ def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _completed(root: str, prefix: str, join: str) -> str | None:
-    """The one file a cut path can be: the prefix completed within its last name."""
-    pattern = glob.escape(root + prefix) + "*" + (f"/{join}" if join else "")
-    found = glob.glob(pattern)
-    return found[0].removeprefix(root) if len(found) == 1 else None
-
-
-def lock_of(process: ProcessFacts, sample: Sample, rules: Rules) -> Lock:
-    named = findings.lock_named(sample, rules)
-    if named is None:
-        return Lock("", "", None, (), whole=False)
-    text, cut, join = named
-    path = _completed(process.root, text, join) if cut else f"{text}/{join}" if join else text
-    if path is None:
-        return Lock(text + findings.CUT, process.root + text, None, (), whole=False)
-    read_at = process.root + path
-    try:
-        age: float | None = max(0.0, time.time() - os.stat(read_at).st_mtime)
-    except OSError:
-        age = None
-    holders, unread = holding(path, read_at)
-    return Lock(path, read_at, age, holders, unread=unread)
-
-
 def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
     """The processes with the file open (its name in /proc/PID/fd, as they or this tool name it), and
     how many processes' open files could not be read."""
@@ -412,16 +415,82 @@ def holder(pid: int) -> Holder:
 
 
 def workers_of(process: ProcessFacts, rules: Rules) -> Workers:
-    """The compile-worker processes started for `process` (`--parent=` its own PID as it sees it):
-    the live sidecar, its child; or, with none, the workers left behind."""
+    """The compile-worker processes started for `process`: the live sidecar (its child running the
+    pool's entry point with `--parent=` its own PID as it sees it); or, with none, what the sidecar
+    left behind: processes carrying that `--parent=` (a forked worker), and the sidecar's own
+    children, which its death handed to PID 1 or a subreaper (a `multiprocessing` worker or resource
+    tracker, in the same session, carrying the variable SubprocPool sets, started after `process`,
+    whose parent is no pool's process)."""
     mark = f"--parent={own_pid(process.pid)}"
-    sidecar, others = None, []
-    for pid in pids():
+    tree = parents()
+    sidecar, left = None, []
+    for pid in sorted(tree):
         argv = command_line(pid)
-        if mark not in argv or not any(h in word for word in argv for h in rules.helpers) or gone(pid):
-            continue
-        if parent_of(pid) == process.pid:
+        helper = any(h in word for word in argv for h in rules.helpers)
+        if helper and mark in argv and tree[pid] == process.pid and not gone(pid):
             sidecar = pid
-        else:
-            others.append(pid)
-    return Workers(sidecar, () if sidecar is not None else tuple(sorted(others)))
+        elif not gone(pid) and ((helper and mark in argv) or _left_by_sidecar(pid, process, tree, rules)):
+            left.append(pid)
+    env = environ(process.pid)
+    return Workers(
+        sidecar,
+        () if sidecar is not None else tuple(left),
+        env.get("TORCHINDUCTOR_FX_COMPILE_MODE"),
+        _wchan(process.pid),
+        start_of(process.pid, env),
+    )
+
+
+# How multiprocessing starts a pool's processes (spawn, forkserver) and its resource tracker.
+_POOL_ENTRIES = (
+    "from multiprocessing.spawn import",
+    "from multiprocessing.resource_tracker import",
+    "from multiprocessing.forkserver import",
+)
+_POOL_VARIABLE = ("TORCH_WARM_POOL", "0")  # SubprocPool starts its sidecar with it; its children inherit it
+
+
+def _pool_process(pid: int, rules: Rules) -> bool:
+    line = " ".join(command_line(pid))
+    return any(e in line for e in (*_POOL_ENTRIES, *rules.helpers))
+
+
+def _left_by_sidecar(pid: int, process: ProcessFacts, tree: dict[int, int], rules: Rules) -> bool:
+    if pid == process.pid or not any(e in " ".join(command_line(pid)) for e in _POOL_ENTRIES):
+        return False
+    try:
+        session, mine = stat_fields(pid)[3], stat_fields(process.pid)[3]
+    except (OSError, ValueError, IndexError):
+        return False
+    if session != mine or _pool_process(tree.get(pid, 0), rules):  # a live pool's own
+        return False
+    return environ(pid).get(_POOL_VARIABLE[0]) == _POOL_VARIABLE[1] and started(pid) >= process.started
+
+
+def _wchan(pid: int) -> str:
+    try:
+        wchan = (PROC / str(pid) / "wchan").read_text().strip()
+    except OSError:
+        return ""
+    return "" if wchan == "0" else wchan
+
+
+# The variables that decide what a started Python imports, where it builds and which devices it
+# sees: given to a start that is to be as the one it replaces (a command found on PATH takes PATH too).
+VARIABLES = (
+    "TORCH", "PYTORCH", "CUDA_", "HIP_", "ROCM", "HSA_", "PYTHON", "LD_LIBRARY_PATH", "LD_PRELOAD",
+    "VIRTUAL_ENV", "TMPDIR", "OMP_", "MKL_", "NCCL_", "GLOO_", "MASTER_", "WORLD_SIZE", "TRITON_",
+    "HF_", "VLLM_", "SGLANG_", "AITER_",
+)  # fmt: skip
+
+
+def start_of(pid: int, env: dict[str, str]) -> Start:
+    argv = tuple(command_line(pid))
+    on_path = bool(argv) and "/" not in argv[0]
+    return Start(
+        pid,
+        _link(pid, "cwd") or "/",
+        argv,
+        tuple(sorted((k, v) for k, v in env.items() if k.startswith(VARIABLES) or (on_path and k == "PATH"))),
+        own_pid(pid) == 1,
+    )

@@ -7,22 +7,34 @@ from typing import NamedTuple
 
 from patcher.core.errors import Advice, ExitCode
 from patcher.core.report import JsonValue, Report
-from patcher.diagnose import findings
-from patcher.diagnose.model import Finding, Frame, Holder, ProcessFacts, TorchFacts
+from patcher.diagnose import locks
+from patcher.diagnose.findings import Rules
+from patcher.diagnose.model import Finding, Frame, Holder, Lock, ProcessFacts, Rank, TorchFacts, Workers
 from patcher.diagnose.procs import Unreadable
 
-# The most severe first: a process in the eager formatting is the answer, whatever else failed; then
-# a process that waits on something else that never ends on its own.
+# The most severe first, after a process in the eager formatting (the answer, whatever else failed):
+# a process that waits on something that never ends on its own (what blocks must be cleared first;
+# an eager torch on disk is then its second finding), then a torch that formats eagerly.
 PRIORITY = (
-    ExitCode.EAGER, ExitCode.STALLED, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK,
+    ExitCode.STALLED, ExitCode.EAGER, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK,
 )  # fmt: skip
+ANSWER = "eager-formatting"  # outranks every code: the hang torch-lazylog fixes, seen in the act
+
+
+class Words(NamedTuple):
+    """What sentences and steps are rendered with: the findings (their data), how the user runs this
+    tool (the console script, or the single file with its Python), and the py-spy diagnose used."""
+
+    rules: Rules
+    program: str
+    spy: str
 
 
 class Diagnosed(NamedTuple):
     process: ProcessFacts
     torch: TorchFacts
     finding: Finding
-    exited: bool = False  # it ended while sampled: the finding is of the samples taken before
+    exited: bool  # it ended while sampled: the finding is of the samples taken before
 
 
 def _chain(frames: tuple[Frame, ...]) -> str:
@@ -91,48 +103,192 @@ def _pids(pids: tuple[int, ...]) -> str:
     return " ".join(map(str, pids)) if pids else "none"
 
 
-def _fields(d: Diagnosed) -> dict[str, str]:
+def _rank(r: Rank) -> str:
+    return f"PID {r.pid}" + (f" (rank {r.rank})" if r.rank is not None else "")
+
+
+def _absent(ranks: tuple[int, ...]) -> str:
+    if not ranks:
+        return ""
+    said = ", ".join(map(str, ranks))
+    return f"; rank{'s' if len(ranks) > 1 else ''} {said} of its WORLD_SIZE no process on this machine is"
+
+
+def _subprocess_mode(workers: Workers) -> bool:
+    return "subprocess" in (workers.fx_mode or "")
+
+
+def _pool(workers: Workers | None) -> str:
+    if workers is not None and _subprocess_mode(workers):
+        return (
+            f"TORCHINDUCTOR_FX_COMPILE_MODE={workers.fx_mode}: each graph is compiled in the sidecar, "
+            "whatever TORCHINDUCTOR_COMPILE_THREADS says"
+        )
+    return "the async-compile pool Inductor starts when TORCHINDUCTOR_COMPILE_THREADS is above 1"
+
+
+def _without_pool(process: ProcessFacts, workers: Workers) -> str:
+    """Stop it and what the sidecar left, then start it again as it was started (its directory, its
+    command line, its TORCH* variables) with no sidecar to lose: graphs compiled in the process
+    (FX compile mode normal) and no worker pool (one compile thread)."""
+    start = workers.start
+    variables = dict(start.variables) | {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    if _subprocess_mode(workers):
+        variables["TORCHINDUCTOR_FX_COMPILE_MODE"] = "normal"
+    stop = " ".join(map(str, (process.pid, *workers.orphans)))
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in sorted(variables.items()))
+    return f"kill {stop}; cd {shlex.quote(start.cwd)} && env {env} {shlex.join(start.argv)}"
+
+
+def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
     """Every value a finding's sentence or step may name, as text."""
     f, e = d.finding, d.finding.evidence
-    lock, workers, peers = e.lock, e.workers, f.peers
+    workers, peers = e.workers, f.peers
     orphans = workers.orphans if workers else ()
     return {
+        "spy": shlex.quote(words.spy),
+        "rank": d.process.rank,
+        "awaited": _pids(peers.waiting) if peers else "none",
+        "odd_pid": str(peers.odd[0].pid) if peers and peers.odd else "?",
+        "job": _pids(peers.waiting[1:]) if peers else "none",
+        "absent": _absent(peers.absent) if peers else "",
         "formatting": _formatting(d) if f.in_formatting else "",
         "where": _where(d),
         "logs": d.process.torch_logs or "unset",
         "waiting": f.waiting.where() if f.waiting else "?",
-        "lock": (lock.path or "(no path)") if lock else "?",
-        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
-        "age": _age(lock.age if lock else None),
-        "unread": _unread(lock.unread, lock.read_at) if lock else "",
-        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        **_lock_fields(d),
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
         "stuck": " ".join(map(str, (d.process.pid, *orphans))),
-        "collective": peers.collective if peers else "?",
-        "odd": "; ".join(f"PID {r.pid} ({r.kind}) in {r.where}" for r in peers.odd) if peers else "?",
+        "pool": _pool(workers),
+        "restart": _without_pool(d.process, workers) if workers else "?",
+        "wchan": (workers.wchan if workers else "") or "none",
+        "collective": peers.collective if peers else f.waiting.name.rsplit(".", 1)[-1] if f.waiting else "?",
+        "odd": "; ".join(f"{_rank(r)}, {r.kind}, in {r.where}" for r in peers.odd) if peers else "?",
         "phase": f.phase or "?",
         "cpu": f"{e.cpu.seconds:.2f} s of CPU in {e.cpu.wall:.2f} s" if e.cpu else "?",
     }
 
 
-def next_step(d: Diagnosed, program: str = "torch-lazylog") -> str | None:
-    """apply for the process's own interpreter, when its torch on disk is eager and it is; for the
-    torch directory it loaded when that interpreter alone does not import it (PYTHONPATH, a user
-    site, an editable install). `program` is how the user runs the tool (the console script, or the
-    single file with its Python)."""
-    step = findings.load().by_kind(d.finding.kind).next
+def _lock_fields(d: Diagnosed) -> dict[str, str]:
+    """The lock's values: its path, who holds it, where a holder out of view may be, and the parts
+    of a restart (stop, start: the process's own command line, directory and variables)."""
+    lock, start = d.finding.evidence.lock, d.finding.evidence.start
+    job = start is not None and start.pid != d.process.pid
+    return {
+        "lock": (lock.path or "(no path)") if lock else "?",
+        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
+        "age": _age(lock.age if lock else None),
+        "unread": _unread(lock.unread, lock.read_at) if lock else "",
+        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        "os_lock": lock.os if lock and lock.os else "?",
+        "unseen": _unseen(d),
+        "check": _check(d),
+        "stop_and_remove": _stop_and_remove(d),
+        "start": _start(d),
+        "again": (f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else "")
+        + (" (its container: start the container again once it has stopped)" if d.process.container else ""),
+    }
+
+
+def _stop_and_remove(d: Diagnosed) -> str:
+    """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
+    first (its root is gone from /proc once it has ended), then the process stopped: with SIGKILL
+    when it is its namespace's PID 1, which drops a SIGTERM it has no handler for."""
+    lock, start = d.finding.evidence.lock, d.finding.evidence.start
+    kill = (
+        f"kill -KILL {start.pid}" if start and start.init else f"kill {start.pid if start else d.process.pid}"
+    )
+    if lock is None:
+        return kill
+    if d.process.container:
+        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)} && {kill}"
+    return f"{kill} && rm -- {shlex.quote(lock.read_at)}"
+
+
+def _mount(lock: Lock | None) -> str:
+    mount = lock.mount if lock else None
+    return (
+        f"{mount.fstype} {mount.source} mounted at {mount.point}" if mount else "a mount diagnose cannot read"
+    )
+
+
+def _unseen(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    if lock is not None and locks.shared_by_hosts(lock.mount):
+        return f"it is on {_mount(lock)}, which other hosts may mount"
+    return (
+        "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and the "
+        f"lock is on {_mount(lock)}, which other containers or the host may share"
+    )
+
+
+def _check(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    path = shlex.quote(lock.path) if lock else "FILE"
+    source = lock.mount.source if lock and lock.mount else "it"
+    if lock is not None and locks.shared_by_hosts(lock.mount):
+        return (
+            f"on each host that mounts {source}, `fuser -v {path}` (or `lsof {path}`) names a holder; "
+            "diagnose the build there. Only when none holds it anywhere is it left behind"
+        )
+    return (
+        "diagnose this process from the host (its first PID namespace sees every local process), or "
+        f"run `fuser -v {path}` in each container that mounts {source}. Only when none holds it is it "
+        "left behind"
+    )
+
+
+def _start(d: Diagnosed) -> str:
+    """` && cd DIR && env VAR=... COMMAND`: the start, as it was; '' when it cannot be run from here
+    (a process in a container is started again by whoever runs the container)."""
+    start = d.finding.evidence.start
+    if start is None or d.process.container or not start.argv:
+        return ""
+    variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in start.variables)
+    return f" && cd {shlex.quote(start.cwd)} && {'env ' + variables + ' ' if variables else ''}{shlex.join(start.argv)}"
+
+
+def next_step(d: Diagnosed, words: Words) -> str | None:
+    """The finding's own step; for the torch's findings, apply when its torch on disk is eager."""
+    step = words.rules.by_kind(d.finding.kind).next
     if step is not None:
-        return step.format(**_fields(d))
-    if d.finding.code != ExitCode.EAGER or d.torch.report.code != ExitCode.EAGER:
+        return step.format(**_fields(d, words))
+    if d.finding.code != ExitCode.EAGER:
+        return None
+    return _apply(d, words)
+
+
+def then_step(d: Diagnosed, words: Words) -> str | None:
+    """The second finding's step: a stalled process (its finding and step first) whose torch on disk
+    is also eager is patched before it starts again."""
+    return _apply(d, words) if d.finding.code == ExitCode.STALLED else None
+
+
+def _apply(d: Diagnosed, words: Words) -> str | None:
+    """apply for the process's own interpreter, when its torch on disk is eager; for the torch
+    directory it loaded when that interpreter alone does not import it (PYTHONPATH, a user site, an
+    editable install)."""
+    if d.torch.report.code != ExitCode.EAGER:
         return None
     if not d.process.owns_torch and d.process.torch_dir is not None:
-        return f"{program} apply --torch-dir {shlex.quote(d.process.torch_dir)}"
-    return f"{program} apply --python {shlex.quote(d.process.interpreter)}"
+        return f"{words.program} apply --torch-dir {shlex.quote(d.process.torch_dir)}"
+    return f"{words.program} apply --python {shlex.quote(d.process.interpreter)}"
 
 
-def _advice(d: Diagnosed) -> str:
-    if next_step(d) is None or d.finding.code != ExitCode.EAGER:
+def _second(d: Diagnosed, words: Words) -> str:
+    then = then_step(d, words)
+    if then is None:
+        return ""
+    eager = words.rules.by_kind("eager-torch")
+    return (
+        f" Second finding, {eager.id} {eager.kind}: the torch it loaded formats the text eagerly, so a "
+        f"deep graph can hang its next start; patch it before it starts again: `{then}`."
+    )
+
+
+def _advice(d: Diagnosed, words: Words) -> str:
+    if next_step(d, words) is None or d.finding.code != ExitCode.EAGER:
         return ""
     inside = " inside its container (docker exec, or the image's build step)" if d.process.container else ""
     torch = (
@@ -145,13 +301,16 @@ def _advice(d: Diagnosed) -> str:
     )
 
 
-def paragraph(d: Diagnosed) -> str:
-    said = findings.load().by_kind(d.finding.kind).said.format(**_fields(d))
-    return f"{_who(d.process)} {said}; {_torch(d)}.{_awaited(d)}{_exited(d)}{_restart(d)}{_advice(d)}"
+def paragraph(d: Diagnosed, words: Words) -> str:
+    said = words.rules.by_kind(d.finding.kind).said.format(**_fields(d, words))
+    return (
+        f"{_who(d.process)} {said}; {_torch(d)}.{_awaited(d)}{_exited(d)}{_restart(d)}{_advice(d, words)}"
+        f"{_second(d, words)}"
+    )
 
 
 def _awaited(d: Diagnosed) -> str:
-    if not d.finding.awaited_by:
+    if not d.finding.awaited_by or d.finding.kind == "rank-awaited":  # its sentence says so
         return ""
     return f" Sibling ranks wait for it in a collective: PIDs {_pids(d.finding.awaited_by)}."
 
@@ -169,8 +328,20 @@ def _frames(frames: tuple[Frame, ...]) -> JsonValue:
 ENTRY_FIELDS = (
     "pid", "exit_code", "finding", "id", "message", "next", "command_line", "interpreter", "container",
     "torch_dir", "torch_dir_read_at", "torch_version", "state", "samples", "in_formatting", "str_depth",
-    "frames", "restart", "evidence",
+    "frames", "restart", "evidence", "second",
 )  # fmt: skip
+
+
+LOCKS = ("jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held")
+
+
+def _lock(lock: Lock) -> JsonValue:
+    mount = lock.mount
+    return {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+            "unread": lock.unread, "os": lock.os or None, "all_in_view": lock.seen,
+            "mount": {"point": mount.point, "fstype": mount.fstype, "source": mount.source} if mount else None,
+            "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state, "wchan": h.wchan}
+                        for h in lock.holders]}  # fmt: skip
 
 
 def _evidence(f: Finding) -> JsonValue:
@@ -179,16 +350,20 @@ def _evidence(f: Finding) -> JsonValue:
     found: dict[str, JsonValue] = {}
     if f.waiting is not None:
         found["waiting_in"] = _frames((f.waiting,))
-    if lock is not None and f.kind.startswith("jit-lock"):
-        found["lock"] = {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
-                         "unread": lock.unread,
-                         "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state,
-                                      "wchan": h.wchan} for h in lock.holders]}  # fmt: skip
-    if workers is not None and f.kind == "compile-workers-gone":
+    if lock is not None and f.kind in LOCKS:
+        found["lock"] = _lock(lock)
+    if workers is not None and f.kind.startswith("compile-workers-gone"):
         found["sidecar"], found["orphans"] = workers.sidecar, list(workers.orphans)
+        found["fx_compile_mode"], found["wchan"] = workers.fx_mode, workers.wchan
     if peers is not None:
-        found["collective"], found["waiting"] = peers.collective, list(peers.waiting)
-        found["odd"] = [{"pid": r.pid, "finding": r.kind, "where": r.where} for r in peers.odd]
+        found["collective"] = peers.collective
+    if peers is not None and not f.awaited_by:  # a waiting rank: the job's ranks waiting, and the others
+        found["waiting"] = list(peers.waiting)
+        found["odd"] = [
+            {"pid": r.pid, "rank": r.rank, "finding": r.kind, "where": r.where} for r in peers.odd
+        ]
+    if peers is not None and peers.absent:
+        found["absent_ranks"] = list(peers.absent)
     if f.awaited_by:
         found["awaited_by"] = list(f.awaited_by)
     if f.kind == "moving" and cpu is not None:
@@ -196,15 +371,24 @@ def _evidence(f: Finding) -> JsonValue:
     return found or None
 
 
-def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
+def _second_entry(d: Diagnosed, words: Words) -> JsonValue:
+    """The second finding (an eager torch on disk under a stall): its ID, kind and step."""
+    then = then_step(d, words)
+    if then is None:
+        return None
+    eager = words.rules.by_kind("eager-torch")
+    return {"finding": eager.kind, "id": eager.id, "exit_code": int(ExitCode.EAGER), "next": then}
+
+
+def entry(d: Diagnosed, words: Words) -> dict[str, JsonValue]:
     p, f = d.process, d.finding
     return {
         "pid": p.pid,
         "exit_code": int(f.code),
         "finding": f.kind,
         "id": f.id,
-        "message": paragraph(d),
-        "next": next_step(d, program),
+        "message": paragraph(d, words),
+        "next": next_step(d, words),
         "command_line": p.command,
         "interpreter": p.interpreter,
         "container": p.container,
@@ -218,6 +402,7 @@ def entry(d: Diagnosed, program: str = "torch-lazylog") -> dict[str, JsonValue]:
         "frames": _frames(f.frames),
         "restart": f.restart,
         "evidence": _evidence(f),
+        "second": _second_entry(d, words),
     }
 
 
@@ -227,33 +412,49 @@ def unreadable_entry(u: Unreadable) -> dict[str, JsonValue]:
     return fields | {"pid": u.pid, "exit_code": int(u.code), "message": u.message, "frames": []}
 
 
-def code_of(codes: list[ExitCode]) -> ExitCode:
-    return next((c for c in PRIORITY if c in codes), ExitCode.OK)
+def _severity(code: ExitCode, kind: str | None) -> int:
+    return -1 if kind == ANSWER else PRIORITY.index(code)
 
 
-def report(found: list[Diagnosed], problems: list[Unreadable], program: str = "torch-lazylog") -> Report:
-    """The run's one report: every process's paragraph, the code of the most severe."""
-    code = code_of([d.finding.code for d in found] + [u.code for u in problems])
-    first = next((d for d in found if d.finding.code == code), found[0] if found else None)
-    lines = [paragraph(d) for d in found] + [u.message.rstrip(".") + "." for u in problems]
-    text = "\n".join(lines)
+def deciding(found: list[Diagnosed]) -> Diagnosed | None:
+    """The process whose finding decides the run's exit: the most severe, the first in PID order."""
+    return min(found, key=lambda d: _severity(d.finding.code, d.finding.kind), default=None)
+
+
+def report_unread(problems: list[Unreadable]) -> Report:
+    """No process read: the sentences are the result, the code the most severe of theirs."""
+    code = min(problems, key=lambda u: PRIORITY.index(u.code)).code
+    return Report(
+        "diagnose", "unknown", False, "\n".join(u.message.rstrip(".") + "." for u in problems), code
+    )
+
+
+def report(found: list[Diagnosed], problems: list[Unreadable], words: Words) -> Report:
+    """The run's one report: every process's paragraph; the code, the step and the torch of the
+    process that decides it (a PID that could not be read decides only when it is more severe)."""
+    first = deciding(found)
+    ranked = [(_severity(u.code, None), u.code) for u in problems]
+    if first is not None:
+        ranked.append((_severity(first.finding.code, first.finding.kind), first.finding.code))
+    code = min(ranked, default=(0, ExitCode.OK))[1]
+    missing = tuple(u.message.rstrip(".") + "." for u in problems)
     if first is None:
-        return Report("diagnose", "unknown", False, text, code)
-    state = first.torch.report.state
+        return report_unread(problems)
+    text = "\n".join(paragraph(d, words) for d in found)
     shared = first.torch.report if len({d.process.torch_seen_at for d in found}) == 1 else None
+    step = next_step(first, words) if code == first.finding.code else None
     return Report(
         "diagnose",
-        state,
+        first.torch.report.state,
         False,
         text,
         code,
-        next=Advice(shown)
-        if (shown := next((n for d in found if (n := next_step(d, program))), None))
-        else None,
+        next=Advice(step) if step else None,
         torch_version=first.torch.report.torch_version,
-        torch_dir=first.process.torch_seen_at,
-        graph_py=f"{first.process.torch_seen_at}/_inductor/graph.py",
+        torch_dir=first.process.torch_dir,
+        graph_py=f"{first.process.torch_dir}/_inductor/graph.py",
         sha256=shared.sha256 if shared else None,
         release=shared.release if shared else None,
         match=shared.match if shared else None,
+        problems=missing,
     )

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from patcher.core.errors import ExitCode, LazylogError, environment
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import findings, procs, render, stacks, torchstate, verdict
+from patcher.diagnose import findings, locks, procs, render, stacks, torchstate, verdict
 from patcher.diagnose.findings import Rules
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts
 from patcher.diagnose.procs import Unreadable
@@ -17,10 +17,10 @@ from patcher.diagnose.procs import Unreadable
 
 class Options(NamedTuple):
     pids: tuple[int, ...]
-    children: bool = True
-    samples: int = 3
-    interval: float = 0.1
-    program: str = "torch-lazylog"  # how the user runs the tool, for the apply its advice names
+    children: bool
+    samples: int
+    interval: float
+    program: str  # how the user runs the tool, for the apply its advice names
 
 
 def _no_torch(pid: int) -> Unreadable:
@@ -104,19 +104,17 @@ def _sampled(pid: int, taken: list[Sample] | stacks.Failed, exited: bool) -> lis
 
 
 def _evidence(spy: str, process: ProcessFacts, samples: list[Sample], rules: Rules, cpu: Cpu) -> Evidence:
-    """What the findings matched by its frames ask for: the lock (its path from one more dump, with
-    the frames' locals) and who holds it, the compile workers; and the CPU time of its tree."""
+    """What the findings matched by its frames ask for (the compile workers); for an idle process
+    that none matches, the lock it waits on, if any (patcher/diagnose/locks.py), and how it was
+    started; and the CPU time of its tree."""
     asked = verdict.wanted(samples, rules)
-    lock = workers = None
-    if "lock" in asked:
-        try:
-            sample = stacks.dump(spy, process.pid, with_locals=True)
-        except stacks.Failed:
-            sample = samples[-1]
-        lock = procs.lock_of(process, sample, rules)
+    lock = workers = start = None
+    if not asked and not verdict.busy(cpu) and not verdict.formats(samples):
+        lock = locks.waited(spy, process, samples)
+        start = locks.start_of(process) if lock is not None else None
     if "workers" in asked:
         workers = procs.workers_of(process, rules)
-    return Evidence(lock, workers, cpu)
+    return Evidence(lock, workers, cpu, start)
 
 
 def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
@@ -125,20 +123,23 @@ def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
 
 
 def _judged(
-    options: Options, spec: PatchSpec, found: list[ProcessFacts]
+    options: Options, spec: PatchSpec, found: list[ProcessFacts], words: render.Words
 ) -> tuple[list[render.Diagnosed], list[Unreadable]]:
-    rules = findings.load()
-    spy = stacks.find()
-    before, start = _cpu(found), time.monotonic()
-    taken = stacks.sample_all(spy, [p.pid for p in found], options.samples, options.interval)
-    after, wall = _cpu(found), time.monotonic() - start
+    """Every process found judged, each rank against its job: the ranks of its job on this machine
+    that were not named are read, sampled and judged too, and only named in its paragraph."""
+    rules, spy = words.rules, words.spy
+    job = procs.job_of(found, procs.parents())
+    everyone = sorted([*found, *job])
+    before, start = _cpu(everyone), time.monotonic()
+    taken = stacks.sample_all(spy, [p.pid for p in everyone], options.samples, options.interval)
+    after, wall = _cpu(everyone), time.monotonic() - start
     torches: dict[str | None, TorchFacts] = {}
     diagnosed, problems = [], []
-    for process in found:
+    for process in everyone:
         exited = procs.gone(process.pid)
         samples = _sampled(process.pid, taken[process.pid], exited)
         if isinstance(samples, Unreadable):
-            problems.append(samples)
+            problems += [samples] if process in found else []
             continue
         if process.torch_seen_at not in torches:
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec)
@@ -148,14 +149,14 @@ def _judged(
         finding = verdict.finding_of(process, samples, torch, read, rules)
         diagnosed.append(render.Diagnosed(process, torch, finding, exited))
     judged = verdict.with_peers([(d.process, d.finding) for d in diagnosed], rules)
-    return [d._replace(finding=f) for d, f in zip(diagnosed, judged, strict=True)], problems
+    rejudged = [d._replace(finding=f) for d, f in zip(diagnosed, judged, strict=True)]
+    return [d for d in rejudged if d.process in found], problems
 
 
-def _helpers_left_out(found: list[ProcessFacts], given: tuple[int, ...]) -> list[ProcessFacts]:
+def _helpers_left_out(found: list[ProcessFacts], given: tuple[int, ...], rules: Rules) -> list[ProcessFacts]:
     """Inductor's compile workers are read as part of their parent (its CPU time, its finding), not
     on their own, unless named."""
-    helpers = findings.load().helpers
-    kept = [p for p in found if p.pid in given or not any(h in p.command for h in helpers)]
+    kept = [p for p in found if p.pid in given or not any(h in p.command for h in rules.helpers)]
     return kept or found
 
 
@@ -164,14 +165,19 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     if not found:
         if len(problems) == 1:
             raise LazylogError(problems[0].code, problems[0].message)
-        return render.report([], problems), [render.unreadable_entry(u) for u in problems]
-    diagnosed, unread = _judged(options, spec, _helpers_left_out(found, options.pids))
+        return _unread(problems)
+    words = render.Words(findings.load(), options.program, stacks.find())
+    diagnosed, unread = _judged(options, spec, _helpers_left_out(found, options.pids, words.rules), words)
     problems += unread
     if not diagnosed and len(problems) == 1:
         raise LazylogError(problems[0].code, problems[0].message)
-    entries = [render.entry(d, options.program) for d in diagnosed]
+    entries = [render.entry(d, words) for d in diagnosed]
     entries += [render.unreadable_entry(u) for u in problems]
-    return render.report(diagnosed, problems, options.program), entries
+    return render.report(diagnosed, problems, words), entries
+
+
+def _unread(problems: list[Unreadable]) -> tuple[Report, list[dict[str, JsonValue]]]:
+    return render.report_unread(problems), [render.unreadable_entry(u) for u in problems]
 
 
 def pid_of(word: str) -> int:

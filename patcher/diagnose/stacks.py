@@ -28,7 +28,7 @@ MISSING = (
 )
 
 
-def install_command(python: str = sys.executable) -> str:
+def install_command(python: str) -> str:
     """The command that puts py-spy into the environment of `python`: its own pip, or, in an
     environment made without pip (as the image step makes the tool's), another Python's pip aimed at
     it with --python (pip 22.3 or newer)."""
@@ -47,7 +47,8 @@ def find() -> str:
     found = shutil.which("py-spy")
     if found is None:
         raise LazylogError(
-            ExitCode.ENVIRONMENT, MISSING.format(python=sys.executable, install=install_command())
+            ExitCode.ENVIRONMENT,
+            MISSING.format(python=sys.executable, install=install_command(sys.executable)),
         )
     return found
 

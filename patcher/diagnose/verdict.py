@@ -40,7 +40,6 @@ START_RESOLUTION = 0.05
 # Busy: CPU seconds per second between the two looks, the process and all below it (its compile
 # workers, their compilers). A sleeping process uses none; one compiling, about one or more.
 BUSY_SHARE = 0.2
-NOTHING_READ = Evidence()
 PROGRESS: tuple[Kind, ...] = ("moving", "info-formatting")  # a rank its peers may wait for
 
 
@@ -96,6 +95,11 @@ def _tally(samples: list[Sample], how: Formatting) -> tuple[int, int, tuple[Fram
     return count, depth, shown
 
 
+def formats(samples: list[Sample]) -> bool:
+    """Whether some sample shows operator_str being called (the formatting is the finding then)."""
+    return any(formatting(s) is not None for sample in samples for s in sample)
+
+
 def restart_needed(process: ProcessFacts, torch: TorchFacts | None) -> bool:
     changed = torch.changed if torch is not None else None
     return process.torch_replaced or (changed is not None and changed > process.started + START_RESOLUTION)
@@ -122,13 +126,8 @@ def wanted(samples: list[Sample], rules: Rules) -> set[str]:
 
 
 def finding_of(
-    process: ProcessFacts,
-    samples: list[Sample],
-    torch: TorchFacts | None,
-    evidence: Evidence = NOTHING_READ,
-    rules: Rules | None = None,
+    process: ProcessFacts, samples: list[Sample], torch: TorchFacts | None, evidence: Evidence, rules: Rules
 ) -> Finding:
-    rules = rules or findings.load()
     eager, eager_depth, eager_frames = _tally(samples, "eager")
     logging, logging_depth, logging_frames = _tally(samples, "logging")
     restart = restart_needed(process, torch)
@@ -151,13 +150,21 @@ def _every(samples: list[Sample], rule: Rule) -> bool:
 
 def _stalled(found: Finding, samples: list[Sample], rules: Rules) -> Finding | None:
     """The first finding of the data whose frames every sample shows and whose evidence says so."""
-    for rule in rules.matched():
-        if _every(samples, rule) and holds(rule, found._replace(peers=None)):
+    lock = found.evidence.lock
+    for rule in rules.findings:
+        if _waits(samples, rule, found) and holds(rule, found._replace(peers=None)):
             code = rule.code if rule.code is not None else found.code
-            return found._replace(
-                kind=rule.kind, code=code, waiting=findings.waiting_frame(samples[-1], rule)
-            )
+            at = lock.waiting if rule.waits_on_lock and lock else findings.waiting_frame(samples[-1], rule)
+            return found._replace(kind=rule.kind, code=code, waiting=at)
     return None
+
+
+def _waits(samples: list[Sample], rule: Rule, found: Finding) -> bool:
+    """A lock's findings hold for a process that waits on one, whoever's code waits (procs read it
+    from what the code does); the others, when every sample shows their frames."""
+    if rule.waits_on_lock:
+        return found.evidence.lock is not None
+    return bool(rule.threads) and _every(samples, rule)
 
 
 def holds(rule: Rule, found: Finding) -> bool:
@@ -166,6 +173,8 @@ def holds(rule: Rule, found: Finding) -> bool:
     said = {
         "found": lock is not None and lock.whole and lock.age is not None,
         "held": lock is not None and bool(lock.holders),
+        "seen": lock is not None and lock.seen,
+        "os": lock is not None and bool(lock.os),
         "sidecar": workers is not None and workers.sidecar is not None,
         "odd": peers is not None and bool(peers.odd),
         "odd_moving": peers is not None and bool(peers.odd) and all(r.kind in PROGRESS for r in peers.odd),
@@ -200,23 +209,50 @@ def _moving(found: Finding, samples: list[Sample], rules: Rules) -> Finding | No
     return found._replace(kind="moving", code=ExitCode.OK, phase=phase)
 
 
-def with_peers(judged: list[tuple[ProcessFacts, Finding]], rules: Rules | None = None) -> list[Finding]:
-    """Ranks of one server are siblings: a rank in a collective is judged again against its
-    siblings, naming those not in one (and where they are); those are told who waits for them."""
-    rules = rules or findings.load()
+# A rank whose job waits for it, judged by its torch alone (not formatting, not moving, not stalled
+# on something of its own): what blocks the job is this rank.
+AWAITABLE: tuple[Kind, ...] = ("eager-torch", "stale-import", "lazy", "unknown-torch")
+
+
+def with_peers(judged: list[tuple[ProcessFacts, Finding]], rules: Rules) -> list[Finding]:
+    """Ranks of one job (`ProcessFacts.same_job`) judged again against each other: a rank in a
+    collective names the job's ranks not in one (and where they are) and the ranks of WORLD_SIZE no
+    process read is; a rank the others wait for is told so, and is the job's stall when nothing of
+    its own explains it."""
     collective = {r.kind for r in rules.matched() if r.evidence == "peers"}
     out = []
     for process, found in judged:
-        siblings = [(p, f) for p, f in judged if p.parent == process.parent and p.pid != process.pid]
-        waiting = [p.pid for p, f in siblings if f.kind in collective]
-        odd = [Rank(p.pid, f.kind, _where(f)) for p, f in siblings if f.kind not in collective]
-        if found.kind in collective and found.waiting is not None and siblings:
-            name = found.waiting.name.rsplit(".", 1)[-1]
-            found = _rejudged(found._replace(peers=Peers(name, (process.pid, *waiting), tuple(odd))), rules)
+        mates = [(p, f) for p, f in judged if p.pid != process.pid and p.same_job(process)]
+        waiting = [(p, f) for p, f in mates if f.kind in collective and f.waiting is not None]
+        odd = tuple(
+            Rank(p.pid, p.launch.rank, f.kind, _where(f)) for p, f in mates if f.kind not in collective
+        )
+        if found.kind in collective and found.waiting is not None:
+            ranks = (process.pid, *(p.pid for p, _ in waiting))
+            peers = Peers(_name(found.waiting), ranks, odd, _absent([process, *(p for p, _ in mates)]))
+            found = _rejudged(found._replace(peers=peers), rules)
         elif found.kind not in collective and waiting:
-            found = found._replace(awaited_by=tuple(waiting))
+            awaited_in = next(_name(f.waiting) for _, f in waiting if f.waiting is not None)
+            peers = Peers(awaited_in, tuple(p.pid for p, _ in waiting), (), ())
+            found = found._replace(awaited_by=peers.waiting, peers=peers)
+            if found.kind in AWAITABLE:
+                rule = rules.by_kind("rank-awaited")
+                code = rule.code if rule.code is not None else found.code
+                found = found._replace(kind=rule.kind, code=code, id=rule.id)
         out.append(found)
     return out
+
+
+def _name(frame: Frame) -> str:
+    return frame.name.rsplit(".", 1)[-1]
+
+
+def _absent(job: list[ProcessFacts]) -> tuple[int, ...]:
+    """The ranks of the job's WORLD_SIZE that no process read is (empty when no launcher said)."""
+    sizes = {p.launch.world_size for p in job if p.launch.world_size is not None}
+    if len(sizes) != 1 or any(p.launch.rank is None for p in job):
+        return ()
+    return tuple(sorted(set(range(sizes.pop())) - {p.launch.rank for p in job if p.launch.rank is not None}))
 
 
 def _rejudged(found: Finding, rules: Rules) -> Finding:

@@ -3,15 +3,30 @@
 `python stalls.py TAG WHAT [ARG...]`, run by path in a torch venv's interpreter (imports nothing of
 this checkout); TAG is an argument only, so a test can find its processes.
 
-  lock SOURCE     cpp_extension.load("x", sources=[SOURCE]): with $TORCH_EXTENSIONS_DIR/x/lock already
-                  there, it waits in FileBaton.wait before any compiler is needed; prints `wait ended`
-                  once the lock is gone
+  lock SOURCE     cpp_extension.load("x", sources=[SOURCE]) (answer.cpp beside this file): with
+                  $TORCH_EXTENSIONS_DIR/x/lock already there, it waits in FileBaton.wait before any
+                  compiler is needed; prints `ready: x.answer() = 42` once built and loaded (after a
+                  wait, torch < 2.14 imports without building: ImportError when nothing was built)
   hold LOCK       torch's FileBaton takes LOCK and keeps it (the fd stays open): a build in progress
-  ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT: rank 0 waits in
-                  barrier(), rank 1 sits in hold_back()
+  vendored DIR WHERE  with torch loaded, DIR's package `batonkit` (a copy of FileBaton under another
+                  name, as aiter ships one) builds in WHERE: waits while WHERE/build.lock is there
+  flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
+  flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
+  flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
+  ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT, with torchrun's
+                  variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): rank 0 waits in barrier(),
+                  rank 1 sits in hold_back()
   workers         Inductor's SubprocPool(2) with one long job; prints the sidecar's PID, then waits on
                   the job's result
   compile         compiles one new function after another, forever, printing a count after each
+  fallback        a torch.compile'd function called with a new shape each time past Dynamo's
+                  recompile limit (1), so it runs eagerly, forever; prints `eager` once it does
+  fx GO OPS       torch.compile in TORCHINDUCTOR_FX_COMPILE_MODE (subprocess: each graph compiled in
+                  Inductor's sidecar); compiles one function and prints `sidecar PID` (or `no sidecar`),
+                  then, once the file GO exists, compiles a function of OPS operations and prints
+                  `compiled`: with the sidecar killed meanwhile, a small graph waits on its future
+                  forever, a large one (40 operations: about 110 kB pickled) blocks writing to the
+                  sidecar's pipe (64 KiB, never read)
 """
 
 import os
@@ -24,12 +39,8 @@ def lock(source: str) -> None:
     from torch.utils import cpp_extension
 
     print("loading", flush=True)
-    try:
-        cpp_extension.load("x", sources=[source])
-    except Exception as exc:  # the build directory holds no library: the wait has ended all the same
-        print(f"wait ended ({type(exc).__name__})", flush=True)
-    else:
-        print("wait ended", flush=True)
+    module = cpp_extension.load("x", sources=[source])
+    print(f"ready: x.answer() = {module.answer()}", flush=True)
 
 
 def hold(path: str) -> None:
@@ -41,9 +52,50 @@ def hold(path: str) -> None:
     time.sleep(3600)
 
 
+def vendored(directory: str, where: str) -> None:
+    import torch  # noqa: F401  (a server has torch loaded)
+
+    sys.path.insert(0, directory)
+    from batonkit.jit import build  # type: ignore[import-not-found]
+
+    print("building", flush=True)
+    build(where)
+
+
+def flock(path: str, wait: bool) -> None:
+    import importlib
+
+    filelock = importlib.import_module("filelock")  # torch's own dependency, in the torch venv
+    if wait:
+        import torch  # noqa: F401
+
+        print("waiting", flush=True)
+    taken = filelock.FileLock(path)  # kept: a lock object collected releases its lock
+    taken.acquire()
+    print("held", flush=True)
+    time.sleep(3600)
+
+
+def flock_blocked(path: str) -> None:
+    import fcntl
+
+    import torch  # noqa: F401
+
+    with open(path, "a") as file:
+        print("waiting", flush=True)
+        fcntl.flock(file, fcntl.LOCK_EX)
+        print("held", flush=True)
+
+
 def ranks(port: str) -> int:
+    """Two ranks as torchrun starts them: the rendezvous and each rank in their environment."""
+    job = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "WORLD_SIZE": "2"}
     children = [
-        subprocess.Popen([sys.executable, __file__, sys.argv[1], "rank", port, str(r)]) for r in (0, 1)
+        subprocess.Popen(
+            [sys.executable, __file__, sys.argv[1], "rank", port, str(r)],
+            env=dict(os.environ, **job, RANK=str(r), LOCAL_RANK=str(r)),
+        )
+        for r in (0, 1)
     ]
     return max(child.wait() for child in children)
 
@@ -56,7 +108,7 @@ def rank(port: str, number: int) -> None:
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
     import torch.distributed as dist
 
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=number, world_size=2)
+    dist.init_process_group("gloo", init_method="env://")
     print(f"rank {number} joined", flush=True)
     if number == 0:
         dist.barrier()
@@ -87,12 +139,65 @@ def compile_forever() -> None:
         print(count, flush=True)
 
 
+def fallback() -> None:
+    import torch
+    import torch._dynamo.config
+
+    torch._dynamo.config.recompile_limit = 1
+    step = torch.compile(lambda x: (x @ x.T).relu().sum(), dynamic=False)
+    size, shown = 64, False
+    while True:
+        size = size % 256 + 1
+        step(torch.randn(size, 512))
+        if size > 3 and not shown:
+            print("eager", flush=True)
+            shown = True
+
+
+def fx(go: str, ops: int) -> None:
+    import torch
+
+    x = torch.randn(64)
+    torch.compile(lambda x: torch.sin(x) * 2 + torch.cos(x))(x)
+    pools = [c for c in _children() if "compile_worker" in c[1]]
+    print(f"sidecar {pools[0][0]}" if pools else "no sidecar", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.1)
+    body = "".join(f"    x = torch.sin(x) * {i} + x\n" for i in range(ops))
+    scope: dict[str, object] = {}
+    exec(f"def g(x):\n{body}    return x\n", {"torch": torch}, scope)
+    torch.compile(scope["g"])(x)
+    print("compiled", flush=True)
+
+
+def _children() -> list[tuple[int, str]]:
+    """This process's children: their PIDs and command lines."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as line:
+                command = line.read().replace(b"\0", b" ").decode()
+        except (OSError, ValueError, IndexError):
+            continue
+        if parent == os.getpid():
+            found.append((int(entry), command))
+    return found
+
+
 def main(argv: list[str]) -> int:
     what, args = argv[2], argv[3:]
     if what == "lock":
         lock(args[0])
     elif what == "hold":
         hold(args[0])
+    elif what == "vendored":
+        vendored(args[0], args[1])
+    elif what == "flock-blocked":
+        flock_blocked(args[0])
+    elif what in ("flock", "flocked"):
+        flock(args[0], wait=what == "flocked")
     elif what == "ranks":
         return ranks(args[0])
     elif what == "rank":
@@ -101,6 +206,10 @@ def main(argv: list[str]) -> int:
         workers()
     elif what == "compile":
         compile_forever()
+    elif what == "fallback":
+        fallback()
+    elif what == "fx":
+        fx(args[0], int(args[1]))
     return 0
 
 
