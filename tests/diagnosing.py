@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
 from patcher.diagnose import findings, procs, render
 from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Start, TorchFacts, Workers

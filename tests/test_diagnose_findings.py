@@ -12,7 +12,8 @@ from typing import Any, get_args
 
 import pytest
 
-from patcher.core.errors import Advice, ExitCode
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice
 from patcher.diagnose import findings, procs, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,

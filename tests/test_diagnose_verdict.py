@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from patcher.core.errors import Advice, ExitCode
-from patcher.core.report import Report
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice, Report
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
 from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS

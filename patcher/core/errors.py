@@ -5,10 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal, NamedTuple
 
-# ExitCode and Advice as well where patcher.diagnose imports them from (it is being changed on
-# another branch): the exit codes live in patcher.core.exitcodes, a report's parts in patcher.core.report.
-from patcher.core.exitcodes import ExitCode as ExitCode
-from patcher.core.report import Advice as Advice
+from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Next, Report, Support
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.diagnose.model import Frame, Kind, Stack
 
 NAME = "diagnose_findings.json"

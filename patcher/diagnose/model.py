@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
 
 

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.diagnose.findings import Rules
 from patcher.diagnose.model import Holder, Launch, ProcessFacts, Start, Workers
 

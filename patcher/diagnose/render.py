@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import NamedTuple
 
-from patcher.core.errors import Advice, ExitCode
-from patcher.core.report import JsonValue, Report
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice, JsonValue, Report
 from patcher.diagnose import locks
 from patcher.diagnose.findings import Rules
 from patcher.diagnose.model import Finding, Frame, Holder, Lock, ProcessFacts, Rank, TorchFacts, Workers

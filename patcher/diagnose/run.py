@@ -6,7 +6,8 @@ import os
 import time
 from typing import NamedTuple
 
-from patcher.core.errors import ExitCode, LazylogError, environment
+from patcher.core.errors import LazylogError, environment
+from patcher.core.exitcodes import ExitCode
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
 from patcher.diagnose import findings, locks, procs, render, stacks, torchstate, verdict

@@ -17,7 +17,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.diagnose.model import Frame, Sample, Stack
 
 TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process

@@ -12,7 +12,8 @@ import re
 import sys
 from pathlib import Path
 
-from patcher.core.errors import ExitCode, LazylogError
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Interpreter, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec

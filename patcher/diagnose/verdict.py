@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from patcher.core.errors import ExitCode
+from patcher.core.exitcodes import ExitCode
 from patcher.diagnose import findings
 from patcher.diagnose.findings import Rule, Rules
 from patcher.diagnose.model import (
