@@ -131,8 +131,11 @@ def latest_ci_runs() -> Rows:
 
 def ci_runs() -> str:
     return _table(
-        ["measure", "value", "caches", "date", "commit"],
-        [[r["measure"], r["value"], r["caches"], r["date"], r["commit"]] for r in latest_ci_runs()],
+        ["measure", "value", "caches", "date", "commit", "conditions"],
+        [
+            [r["measure"], r["value"], r["caches"], r["date"], r["commit"], r["note"]]
+            for r in latest_ci_runs()
+        ],
     )
 
 

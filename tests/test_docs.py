@@ -239,7 +239,8 @@ def test_the_tables_follow_their_csvs() -> None:
         assert float(r["value"]) > 0 and r["note"], r
     shown = block("ci-runs").splitlines()[2:]
     assert shown == [
-        f"| {r['measure']} | {r['value']} | {r['caches']} | {r['date']} | {r['commit']} |" for r in latest
+        f"| {r['measure']} | {r['value']} | {r['caches']} | {r['date']} | {r['commit']} | {r['note']} |"
+        for r in latest
     ]
     speed = _rows("tool_speed.csv")
     assert {r["measure"]: float(r["target"]) for r in speed} == tool_speed.TARGETS
