@@ -569,7 +569,9 @@ def vendor_eager_base() -> str:
 def tool_context(destination: Path) -> Path:
     """The build context Dockerfile.rocm expects: the tool's source, as the repository has it."""
     destination.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "LICENSE", "Dockerfile.rocm", ".dockerignore"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "Dockerfile.rocm", ".dockerignore",
+                 ".ci/image-click.txt", ".ci/image-libcst.txt"):  # fmt: skip
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, destination / name)
     for name in ("patcher", "patches"):
         shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
