@@ -101,9 +101,15 @@ def wheel(version: str) -> Path:
         return sorted(directory.glob(f"torch-{version}-*.whl"))[0]
 
 
-def graph_source(version: str) -> bytes:
+def release_file(version: str, name: str) -> bytes:
+    """One file of the release as its wheel holds it (`torch/utils/file_baton.py`): the pure-Python
+    files are the same on every platform, so no torch install is needed to read them."""
     with zipfile.ZipFile(wheel(version)) as archive:
-        return archive.read("torch/_inductor/graph.py")
+        return archive.read(name)
+
+
+def graph_source(version: str) -> bytes:
+    return release_file(version, "torch/_inductor/graph.py")
 
 
 def _extracted(version: str) -> Path:
