@@ -137,6 +137,12 @@ def ci_runs() -> str:
     )
 
 
+def merge_time() -> str:
+    """The merge tier alone, warm, as ci_runs.csv last measured it."""
+    (value,) = [r["value"] for r in latest_ci_runs() if r["measure"] == "merge_s"]
+    return f"{value} s here, warm ({int(value) // 60} min {int(value) % 60} s)"
+
+
 def first_command() -> str:
     """The README's first command on a fresh clone, as ci_runs.csv last measured it."""
     (value,) = [r["value"] for r in latest_ci_runs() if r["measure"] == "first_command_s"]
@@ -161,6 +167,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "image-step": image_step,
     "ci-runs": ci_runs,
     "first-command": first_command,
+    "merge-time": merge_time,
     "step-mb": step_mb,
 }
 
