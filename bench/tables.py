@@ -167,7 +167,6 @@ TABLES: dict[str, Callable[[], str]] = {
     "image-step": image_step,
     "ci-runs": ci_runs,
     "first-command": first_command,
-    "merge-time": merge_time,
     "step-mb": step_mb,
 }
 

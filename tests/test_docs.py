@@ -51,8 +51,8 @@ _CI = (ROOT / ".ci" / "run").read_text()
 def _first_command_is_the_e2e_venv() -> bool:
     realdata = (ROOT / "tests" / "realdata.py").read_text()
     e2e = (ROOT / "tests" / "test_e2e.py").read_text()
-    # torch==2.10.0 from the index in a venv, then the tool's apply and verify on it
-    return '[f"torch=={version}"]' in realdata and 'torch_venv("2.10.0")' in e2e
+    # torch==2.10.0 from the index (its wheels, then a venv from them), then the tool's apply and verify
+    return 'f"torch=={version}"' in realdata and 'torch_venv("2.10.0")' in e2e
 
 
 def _runs_in_ci(command: str) -> bool:
@@ -70,7 +70,16 @@ def _bench_compile_time_starts() -> bool:
     return done.returncode == 0 and "usage:" in done.stdout
 
 
+def _merge_tier_is_the_forges_pull_request_job() -> bool:
+    workflow = (ROOT / ".github" / "workflows" / "ci.yml").read_text()
+    return (
+        "\nstep_merge() {" in _CI
+        and "- run: bash .ci/run install\n      - run: bash .ci/run merge\n" in workflow
+    )
+
+
 EXPENSIVE = {
+    ".ci/run install && .ci/run merge": _merge_tier_is_the_forges_pull_request_job,
     "python3 -m venv torch-env && torch-env/bin/pip install 'torch==2.10.0' . && torch-env/bin/torch-lazylog apply"
     " && torch-env/bin/torch-lazylog verify": _first_command_is_the_e2e_venv,
     "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m coverage run -m pytest": (
