@@ -105,8 +105,6 @@ def test_the_mutation_command_and_its_equivalents_are_the_ones_ci_runs() -> None
     # each entry: the function and why, then the lines its mutant changes ("- " as written, "+ " mutated)
     named = [line for line in lines if not line.startswith(("- ", "+ "))]
     assert all(re.fullmatch(r"patcher(\.\w+)+  # \S.*", line) for line in named), named
-    stated = block("equivalent")
-    assert f"{len(named)} of " in stated, stated
 
 
 def test_the_readme_is_the_users_path() -> None:
