@@ -107,7 +107,9 @@ _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to fin
 Trait = Literal["interrupted", "recorded", "usual"]
 
 
-class Row(NamedTuple):
+class Handling(NamedTuple):
+    """What each command does in one state, and what else the state says: a row of the state table."""
+
     apply: tuple[Action, ...]
     revert: tuple[Action, ...]
     verify: Rule
@@ -118,25 +120,25 @@ _INTERRUPTED: frozenset[Trait] = frozenset({"interrupted"})
 
 # One row per state: what apply does, what revert does, verify's rule, and its traits. verify's first
 # duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
-_TABLE: dict[State, Row] = {
-    "pristine": Row(_PATCH, (), _EAGER, frozenset({"usual"})),
-    "patched": Row((), ("restore",), _LAZY, frozenset({"recorded", "usual"})),
-    "apply-interrupted": Row((), ("restore",), _TIDY, frozenset({"interrupted", "recorded", "usual"})),
-    "ships-lazy": Row((), (), _LAZY),
-    "record-only": Row(_PATCH, ("drop",), _EAGER),
-    "revert-interrupted": Row(_PATCH, ("drop",), _EAGER, _INTERRUPTED),
-    "unrecorded": Row(("write-undo",), ("restore",), _TIDY, frozenset({"usual"})),
-    "reinstalled": Row(_PATCH, ("drop",), _EAGER),
-    "upgraded": Row(("drop",), ("drop",), _TIDY),
-    "untrusted-eager": Row(_PATCH, ("drop",), _EAGER),
-    "untrusted-patched": Row(("write-undo",), ("restore",), _TIDY),
-    "untrusted-lazy": Row(("drop",), ("drop",), _TIDY),
-    "edited": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
-    "unknown": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
+_TABLE: dict[State, Handling] = {
+    "pristine": Handling(_PATCH, (), _EAGER, frozenset({"usual"})),
+    "patched": Handling((), ("restore",), _LAZY, frozenset({"recorded", "usual"})),
+    "apply-interrupted": Handling((), ("restore",), _TIDY, frozenset({"interrupted", "recorded", "usual"})),
+    "ships-lazy": Handling((), (), _LAZY),
+    "record-only": Handling(_PATCH, ("drop",), _EAGER),
+    "revert-interrupted": Handling(_PATCH, ("drop",), _EAGER, _INTERRUPTED),
+    "unrecorded": Handling(("write-undo",), ("restore",), _TIDY, frozenset({"usual"})),
+    "reinstalled": Handling(_PATCH, ("drop",), _EAGER),
+    "upgraded": Handling(("drop",), ("drop",), _TIDY),
+    "untrusted-eager": Handling(_PATCH, ("drop",), _EAGER),
+    "untrusted-patched": Handling(("write-undo",), ("restore",), _TIDY),
+    "untrusted-lazy": Handling(("drop",), ("drop",), _TIDY),
+    "edited": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
+    "unknown": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
 }
-APPLY = {name: row.apply for name, row in _TABLE.items()}
-REVERT = {name: row.revert for name, row in _TABLE.items()}
-VERIFY = {name: row.verify for name, row in _TABLE.items()}
+APPLY = {name: handling.apply for name, handling in _TABLE.items()}
+REVERT = {name: handling.revert for name, handling in _TABLE.items()}
+VERIFY = {name: handling.verify for name, handling in _TABLE.items()}
 LAZY = frozenset(name for name, rule in VERIFY.items() if rule.code == ExitCode.OK)  # graph.py is lazy
 
 
