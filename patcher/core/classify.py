@@ -84,9 +84,9 @@ def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known 
     patched): the record's after-hash is theirs and its one edit's lazy side is in them where it
     says. Patched at that release's site, with no parse: the command the tool image leaves in an
     image verifies it without libcst."""
-    if undo is None or undo.graph.after.sha256 != sha256(source):
+    if undo is None or undo.graph_change.after.sha256 != sha256(source):
         return None
-    edit = undo.graph.edit
+    edit = undo.graph_change.edit
     if not edit.inverted().applies_to(source) or not one_edit(edit, spec):
         return None
     rows = [r for r in spec.releases.rows if r.version == undo.release]

@@ -52,7 +52,7 @@ def _fit(
     """How the undo record stands, with the original or the patched bytes it determines."""
     if snap.undo is None:
         return ("none" if snap.undo_raw is None else "untrusted"), None, None
-    change = snap.undo.graph
+    change = snap.undo.graph_change
     sound = _pair(change, spec) or one_edit(change.edit, spec)  # a release's pair, or the one edit
     if not sound or not plausible(change, now_ns):
         return "untrusted", None, None

@@ -39,7 +39,7 @@ class Found(NamedTuple):
 class Target(NamedTuple):
     interpreter: Interpreter  # the one that compiles graph.py's pycs and runs the runtime check
     torch_dir: Path
-    graph: Path
+    graph_py: Path
     dist_info: Path | None
     torch_version: str | None
     # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a

@@ -130,8 +130,8 @@ def newer_refused(
 
 def _extras(done: Done, dry_run: bool) -> list[str]:
     said = (
-        (done.undo_written and not done.graph, "wrote", "its undo record"),
-        (done.undo_removed and not done.graph, "removed", "the undo record"),
+        (done.undo_written and not done.graph_written, "wrote", "its undo record"),
+        (done.undo_removed and not done.graph_written, "removed", "the undo record"),
         (done.record, "updated", "RECORD"),
         (done.pycs, "rebuilt", f"{done.pycs} pyc file(s)"),
         (done.pycs_removed, "removed", f"{done.pycs_removed} pyc file(s) of other interpreters"),
@@ -142,12 +142,12 @@ def _extras(done: Done, dry_run: bool) -> list[str]:
 def changed(command: str, state: State, known: Known, version: str | None, done: Done, dry_run: bool) -> str:
     """apply's or revert's sentence: what the install was, and what was (or would be) done."""
     what = f"torch {version or '(unknown version)'}"
-    if done.graph and command == "apply":
+    if done.graph_written and command == "apply":
         lead = (
             f"{_VERBS['patched'][dry_run]} graph.py line {done.line} of {what}{described(known)}: the "
             "implicit-fallback log text is built only when the line is emitted"
         )
-    elif done.graph:
+    elif done.graph_written:
         lead = f"{_VERBS['restored'][dry_run]} graph.py of {what} to its original bytes{described(known)}"
     elif command == "revert":
         never = "; torch-lazylog never patched it" if state in LAZY else ""
@@ -157,9 +157,9 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     if has(state, "recorded"):  # its record only follows RECORD's new row
         done = done._replace(undo_written=False)
     extras = _extras(done, dry_run)
-    if done.graph and not has(state, "usual"):
+    if done.graph_written and not has(state, "usual"):
         extras.insert(0, f"it was: {state_text(state, known)}")
-    if done.no_record and (done.graph or done.undo_written):
+    if done.no_record and (done.graph_written or done.undo_written):
         extras.append("there was no RECORD to keep")
     if dry_run:
         extras.append("nothing was written")

@@ -86,7 +86,7 @@ def _act(
         )
     if action == "restore":
         assert reading.original is not None
-        kept = snap.undo.graph if snap.undo is not None and reading.fit == "after" else None
+        kept = snap.undo.graph_change if snap.undo is not None and reading.fit == "after" else None
         mode, mtime = (kept.mode, kept.mtime_ns) if kept else (end.mode, end.mtime_ns)
         return End(
             reading.original, False, True, None, snap.undo_raw is not None, mode, mtime
@@ -155,7 +155,7 @@ def _record_steps(
 
 
 def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
-    paths = [target.graph, target.graph.parent]
+    paths = [target.graph_py, target.graph_py.parent]
     if target.dist_info is not None and snap.record is not None:
         paths += [target.dist_info, target.dist_info / "RECORD"]
     paths += [target.undo_path.parent]
@@ -165,7 +165,7 @@ def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
 def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record: bool) -> Done:
     """What the plan writes, counted as it makes its steps (the undo record's are added there)."""
     return Done(
-        graph=end.graph_changed,
+        graph_written=end.graph_changed,
         line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
         record=record,
         pycs=sum(isinstance(s, Rebuild) for s in pycs),
@@ -175,14 +175,18 @@ def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record: bool) -> Done:
 
 
 def _undo_record(
-    spec: PatchSpec, snap: Snapshot, reading: Reading, graph: FileChange, record_change: FileChange | None
+    spec: PatchSpec,
+    snap: Snapshot,
+    reading: Reading,
+    graph_change: FileChange,
+    record_change: FileChange | None,
 ) -> UndoRecord:
     """The undo record to write: of the release read, or, beside a record that holds, the one it names."""
     release = reading.known.release.version if reading.known.release else None
     match: str | None = reading.known.match
     if snap.undo is not None and reading.fit == "after":
         release, match = snap.undo.release, snap.undo.match
-    return UndoRecord(spec.id, release or "unknown", match or "site", graph, record_change)
+    return UndoRecord(spec.id, release or "unknown", match or "site", graph_change, record_change)
 
 
 def build(
@@ -195,7 +199,7 @@ def build(
     rewritten: Rewritten | None = None,
 ) -> Plan:
     stat = snap.graph_stat
-    kept = snap.undo.graph if snap.undo else None
+    kept = snap.undo.graph_change if snap.undo else None
     end = End(snap.graph, reading.state in LAZY, False, kept, False, stat.mode, stat.mtime_ns)
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
@@ -210,7 +214,9 @@ def build(
         like = snap.record_stat or stat  # owned like RECORD, or graph.py without one
         steps.append(Write(target.undo_path, undo.to_bytes(), like.mode, like.uid, like.gid, None, was_undo))
     if end.graph_changed:
-        steps.append(Write(target.graph, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, snap.sha256))
+        steps.append(
+            Write(target.graph_py, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, snap.sha256)
+        )
     pycs = _pycs(snap, end)
     steps += pycs + record_steps
     undo_removed = end.undo is None and end.undo_changed

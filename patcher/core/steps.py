@@ -43,7 +43,7 @@ PlanStep = Step | Rebuild
 class Done(NamedTuple):
     """What a plan writes, counted, for the sentence (patcher.core.messages)."""
 
-    graph: bool = False
+    graph_written: bool = False
     line: int | None = None
     undo_written: bool = False
     undo_removed: bool = False

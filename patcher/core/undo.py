@@ -82,12 +82,12 @@ class UndoRecord(NamedTuple):
     patch: str
     release: str
     match: str
-    graph: FileChange
+    graph_change: FileChange
     record: FileChange | None
 
     def to_bytes(self) -> bytes:
         data = {
-            "graph": self.graph.to_json(),
+            "graph": self.graph_change.to_json(),
             "match": self.match,
             "patch": self.patch,
             "record": self.record.to_json() if self.record else None,
@@ -120,7 +120,7 @@ class UndoRecord(NamedTuple):
             patch=patch,
             release=release,
             match=match,
-            graph=FileChange.from_json(data.get("graph"), graph_row),
+            graph_change=FileChange.from_json(data.get("graph"), graph_row),
             record=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
         )
 

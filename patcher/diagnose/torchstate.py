@@ -42,7 +42,7 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
     return Target(
         interpreter=reader,
         torch_dir=directory,
-        graph=directory / spec.file,
+        graph_py=directory / spec.file,
         dist_info=dist_info,
         torch_version=read_torch_version(directory, dist_info),
         owner=process.interpreter,
@@ -55,7 +55,7 @@ def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
     changed, version = None, None
     try:
         found = target(process, spec)
-        version, changed = found.torch_version, os.stat(found.graph).st_ctime
+        version, changed = found.torch_version, os.stat(found.graph_py).st_ctime
         report = reading.verify(found, spec)
     except LazylogError as exc:
         return TorchFacts(

@@ -34,7 +34,7 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
     compiled: dict[Path, bytes] = {}
     if rebuilds:
         datas = pyc.compile_for(
-            target.interpreter, [r.pyc for r in rebuilds], planned.source, target.graph, planned.mtime_ns
+            target.interpreter, [r.pyc for r in rebuilds], planned.source, target.graph_py, planned.mtime_ns
         )
         compiled = {r.pyc.path: data for r, data in zip(rebuilds, datas, strict=True)}
     fsio.discard(list(snap.leftovers))  # temp files of a killed run: only now that every check passed
@@ -88,11 +88,13 @@ def _decided(
 
         diff = unified(snap.graph, planned.result, "torch/" + spec.file)
     if planned.steps:  # what the real run would refuse, the dry run refuses too
-        fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
+        fsio.require_writable(
+            planned.check, links=(target.torch_dir, target.graph_py.parent, target.graph_py)
+        )
     if dry_run or not planned.steps:
         return report(command, target, snap, reading, message)._replace(diff=diff)
     _carry_out(target, snap, planned, command)
-    pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
+    pycs = tuple(p.describe() for p in pyc.find(target.graph_py, target.interpreter.pycache_prefix))
     result = report(command, target, snap, reading, message, planned.result)  # the state as read ...
     return result._replace(state=planned.leaves, diff=diff, changed=True, pycs=pycs)  # ... as left
 

@@ -203,7 +203,7 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
     return Target(
         interpreter=probed,
         torch_dir=directory,
-        graph=graph,
+        graph_py=graph,
         dist_info=dist_info,
         torch_version=read_torch_version(directory, dist_info),
         owner=probed.executable if found.torch_dir else None,  # None: a tree no interpreter owns

@@ -56,7 +56,7 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
     cannot reach (upgrade torch); a release's graph.py changed (reinstall it); a build this tool
     does not know (fingerprint it)."""
     if reading.state == "edited" and snap.undo is not None:
-        change = snap.undo.graph
+        change = snap.undo.graph_change
         text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
         return LazylogError(ExitCode.REFUSED, text, reading.state, "reinstall")
     known, where = reading.known, (target.torch_version, target.torch_dir)
@@ -94,7 +94,7 @@ def located(command: str, target: Target, state: str, message: str) -> Report:
         torch_version=target.torch_version,
         torch_dir=str(target.torch_dir),
         torch_path_entry=target.torch_path_entry,
-        graph_py=str(target.graph),
+        graph_py=str(target.graph_py),
         undo_record=str(target.undo_path),
     )
 

@@ -103,7 +103,7 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             f"(the static check alone: {report.message.rstrip('.')}).",
         )
     try:
-        result = probe(target.interpreter.executable, str(target.graph))
+        result = probe(target.interpreter.executable, str(target.graph_py))
     except LazylogError as exc:  # the interpreter would not run it, or it timed out
         raise _stop(report, exc.message, exc.hint) from exc
     if result["error"]:
@@ -113,7 +113,7 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             f"Fix the environment (or run `{static}` without --runtime for the static check).",
         )
     imported = os.path.realpath(str(result.get("graph_py") or ""))
-    if imported != os.path.realpath(target.graph):
+    if imported != os.path.realpath(target.graph_py):
         raise _stop(
             report,
             f"Expected {target.interpreter.executable} to import torch from {target.torch_dir}, but it imports "

@@ -24,9 +24,9 @@ def _contents(path: Path) -> tuple[bytes, os.stat_result]:
 
 def _graph(target: Target) -> tuple[bytes, os.stat_result]:
     try:
-        return _contents(target.graph)
+        return _contents(target.graph_py)
     except OSError as exc:
-        raise environment(f"Could not read graph.py {target.graph}: {exc.strerror}.") from exc
+        raise environment(f"Could not read graph.py {target.graph_py}: {exc.strerror}.") from exc
 
 
 def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
@@ -74,11 +74,11 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
     graph, st = _graph(target)
     record, record_stat = _record(target)
     prefix = target.interpreter.pycache_prefix
-    pycs = pyc.find(target.graph, prefix)
+    pycs = pyc.find(target.graph_py, prefix)
     own_tag = target.interpreter.cache_tag
     magics = {p.header[:4] for p in pycs if p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash")}
     undo, undo_raw = _undo(target, spec, record is not None)
-    dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
+    dirs = [target.graph_py.parent, *pyc.cache_dirs(target.graph_py, prefix), target.undo_path.parent]
     return Snapshot(
         graph=graph,
         graph_stat=stat_of(st),

@@ -202,7 +202,7 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
     writes = [s.path for s in steps if isinstance(s, Write)]
     removes = [s.path for s in steps if isinstance(s, Remove)]
     assert planned.done == Done(
-        graph=bool(written),
+        graph_written=bool(written),
         line=planned.done.line,
         undo_written=UNDO in writes,
         undo_removed=UNDO in removes,
@@ -278,7 +278,7 @@ def test_the_same_graph_py_rebuilds_only_its_stale_pycs(spec: PatchSpec) -> None
         ("remove", "graph.own-junk.pyc", None, None),
     ]
     assert len(planned.steps) == 3
-    assert (planned.done.graph, planned.done.pycs, planned.done.pycs_removed) == (False, 2, 1)
+    assert (planned.done.graph_written, planned.done.pycs, planned.done.pycs_removed) == (False, 2, 1)
 
 
 def test_revert_rebuilds_the_pycs_for_the_original_at_its_mtime(spec: PatchSpec) -> None:

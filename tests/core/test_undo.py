@@ -27,7 +27,7 @@ def test_a_record_reads_back_field_by_field() -> None:
     parsed = _parse(_record())
     offset, old = world.line_of(SOURCE, world.EAGER)
     assert parsed.patch == world.PATCH_ID and (parsed.release, parsed.match) == ("9.0.0", "exact")
-    assert parsed.graph == FileChange(
+    assert parsed.graph_change == FileChange(
         ROW,
         FileState(sha(SOURCE), len(SOURCE)),
         FileState(sha(PATCHED), len(PATCHED)),
@@ -63,7 +63,7 @@ def test_to_bytes_is_ascii_json_with_stable_keys() -> None:
         "version": 1,
     }
     assert raw == (json.dumps(expected, indent=2, sort_keys=True) + "\n").encode("ascii")
-    assert UndoRecord.parse(raw, "p", ROW, None).graph.edit == edit  # any byte round-trips
+    assert UndoRecord.parse(raw, "p", ROW, None).graph_change.edit == edit  # any byte round-trips
 
 
 def test_the_record_part_is_read_only_where_a_record_is() -> None:
@@ -162,8 +162,8 @@ def test_the_bounds_that_are_valid(mode: int, mtime: int) -> None:
     data["graph"]["before"]["size"] = 0
     data["graph"]["after"]["size"] = 12
     parsed = _parse(json.dumps(data).encode())
-    assert (parsed.graph.mode, parsed.graph.mtime_ns) == (mode, mtime)
-    assert (parsed.graph.before.size, parsed.graph.after.size) == (0, 12)
+    assert (parsed.graph_change.mode, parsed.graph_change.mtime_ns) == (mode, mtime)
+    assert (parsed.graph_change.before.size, parsed.graph_change.after.size) == (0, 12)
 
 
 @pytest.mark.parametrize(
@@ -222,7 +222,7 @@ def test_every_version_from_the_oldest_to_this_one_is_read(monkeypatch: pytest.M
     """A later tool reads the records of every version before its own, as they were written."""
     monkeypatch.setattr(undo, "UNDO_VERSION", 3)
     for version in (1, 2, 3):
-        assert _parse(_with(version=version)).graph == _parse(_record()).graph
+        assert _parse(_with(version=version)).graph_change == _parse(_record()).graph_change
     assert undo.newer(_with(version=3)) is None and undo.newer(_with(version=4)) == 4
     with pytest.raises(ValueError, match="version 4, expected 'torch-lazylog' version 3"):
         _parse(_with(version=4))
