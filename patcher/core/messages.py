@@ -132,7 +132,7 @@ def _extras(done: Done, dry_run: bool) -> list[str]:
     said = (
         (done.undo_written and not done.graph_written, "wrote", "its undo record"),
         (done.undo_removed and not done.graph_written, "removed", "the undo record"),
-        (done.record, "updated", "RECORD"),
+        (done.record_written, "updated", "RECORD"),
         (done.pycs, "rebuilt", f"{done.pycs} pyc file(s)"),
         (done.pycs_removed, "removed", f"{done.pycs_removed} pyc file(s) of other interpreters"),
     )

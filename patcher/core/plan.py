@@ -114,7 +114,7 @@ def _record_after(
     the RECORD it names, without the undo row; otherwise graph.py's row is pointed at its bytes and
     the undo row listed or removed, wherever they sit."""
     assert snap.record is not None
-    change = snap.undo.record if snap.undo is not None and end.undo is None and trusted else None
+    change = snap.undo.record_change if snap.undo is not None and end.undo is None and trusted else None
     back = change.edit.inverted() if change is not None else None
     if change and back and sha256(snap.record) == change.after.sha256 and back.applies_to(snap.record):
         candidate = back.apply(snap.record)
@@ -146,7 +146,7 @@ def _record_steps(
         return [], None
     new, mode, mtime = _record_after(snap, spec, end, row, trusted)
     if new == snap.record:
-        kept = snap.undo.record if trusted and end.undo_changed and snap.undo else None
+        kept = snap.undo.record_change if trusted and end.undo_changed and snap.undo else None
         return [], (kept if kept is not None and sha256(snap.record) == kept.after.sha256 else None)
     stat = snap.record_stat
     write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, sha256(snap.record))
@@ -162,12 +162,12 @@ def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
     return (*dict.fromkeys(paths), *(p.path for p in snap.pycs))
 
 
-def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record: bool) -> Done:
+def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record_written: bool) -> Done:
     """What the plan writes, counted as it makes its steps (the undo record's are added there)."""
     return Done(
         graph_written=end.graph_changed,
         line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
-        record=record,
+        record_written=record_written,
         pycs=sum(isinstance(s, Rebuild) for s in pycs),
         pycs_removed=sum(isinstance(s, Remove) for s in pycs),
         no_record=snap.record is None,

@@ -47,7 +47,7 @@ class Done(NamedTuple):
     line: int | None = None
     undo_written: bool = False
     undo_removed: bool = False
-    record: bool = False
+    record_written: bool = False
     pycs: int = 0
     pycs_removed: int = 0
     no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)

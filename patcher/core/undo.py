@@ -83,14 +83,14 @@ class UndoRecord(NamedTuple):
     release: str
     match: str
     graph_change: FileChange
-    record: FileChange | None
+    record_change: FileChange | None
 
     def to_bytes(self) -> bytes:
         data = {
             "graph": self.graph_change.to_json(),
             "match": self.match,
             "patch": self.patch,
-            "record": self.record.to_json() if self.record else None,
+            "record": self.record_change.to_json() if self.record_change else None,
             "release": self.release,
             "tool": TOOL,
             "version": UNDO_VERSION,
@@ -121,7 +121,7 @@ class UndoRecord(NamedTuple):
             release=release,
             match=match,
             graph_change=FileChange.from_json(data.get("graph"), graph_row),
-            record=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
+            record_change=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
         )
 
 

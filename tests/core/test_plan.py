@@ -206,7 +206,7 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
         line=planned.done.line,
         undo_written=UNDO in writes,
         undo_removed=UNDO in removes,
-        record=RECORD in writes,
+        record_written=RECORD in writes,
         pycs=sum(isinstance(s, Rebuild) for s in steps),
         pycs_removed=sum(p.name.endswith(".pyc") for p in removes),
         no_record=snap.record is None,
@@ -329,7 +329,7 @@ def test_a_recorded_record_edit_beyond_our_rows_is_not_replayed(spec: PatchSpec)
     full["record"] = data
     forged = (json.dumps(full, indent=2, sort_keys=True) + "\n").encode()
     snap = world.later(patched, after, forged)
-    assert snap.undo is not None and snap.undo.record is not None  # a record of the right shape
+    assert snap.undo is not None and snap.undo.record_change is not None  # a record of the right shape
     planned = _plan(spec, snap, "revert")
     assert planned.steps[1] == record(before, after, AFTER_RECORD_STAT.mode)  # pointed, not replayed
 
@@ -430,7 +430,7 @@ def test_a_recorded_record_edit_that_removed_a_row_is_not_replayed(spec: PatchSp
     change = world.change_json(world.RECORD_ROW, before, now, at, extra + old, new, 0o664, 1)
     full = _claim(undone, record=change)
     snap = world.later(patched, now, full)
-    assert snap.undo is not None and snap.undo.record is not None
+    assert snap.undo is not None and snap.undo.record_change is not None
     planned = _plan(spec, snap, "revert")
     assert planned.steps[1] == record(pristine, now, AFTER_RECORD_STAT.mode)  # pointed, not replayed
 

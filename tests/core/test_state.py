@@ -203,7 +203,7 @@ def test_an_undo_record_that_only_follows_records_row_is_not_said_to_be_written(
     from patcher.core import messages, steps
     from patcher.core.classify import Known
 
-    done = steps.Done(undo_written=True, record=True)
+    done = steps.Done(undo_written=True, record_written=True)
     said = messages.changed("apply", name, Known("eager", None, None), "9.0.0", done, False)
     assert ("wrote its undo record" in said) == (name not in ("patched", "apply-interrupted")), said
     assert "updated RECORD" in said

@@ -35,9 +35,10 @@ def test_a_record_reads_back_field_by_field() -> None:
         0o644,
         world.GRAPH_STAT.mtime_ns,
     )
-    assert parsed.record is not None and parsed.record.path == RECORD_ROW
+    assert parsed.record_change is not None and parsed.record_change.path == RECORD_ROW
     assert (
-        parsed.record.mode == world.RECORD_STAT.mode and parsed.record.mtime_ns == world.RECORD_STAT.mtime_ns
+        parsed.record_change.mode == world.RECORD_STAT.mode
+        and parsed.record_change.mtime_ns == world.RECORD_STAT.mtime_ns
     )
     assert parsed.to_bytes() == _record()  # written back byte for byte: sorted keys, indent 2, a newline
 
@@ -67,10 +68,10 @@ def test_to_bytes_is_ascii_json_with_stable_keys() -> None:
 
 
 def test_the_record_part_is_read_only_where_a_record_is() -> None:
-    assert _parse(_record(), None).record is None  # no RECORD beside torch: its part is ignored
+    assert _parse(_record(), None).record_change is None  # no RECORD beside torch: its part is ignored
     data = json.loads(_record())
     data["record"] = None
-    assert _parse(json.dumps(data).encode()).record is None
+    assert _parse(json.dumps(data).encode()).record_change is None
 
 
 Damage = Callable[[dict[str, Any]], None]
