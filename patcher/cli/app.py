@@ -104,10 +104,10 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import engine
 
-        return engine.apply(target, patch, dry_run=dry_run)
+        return engine.apply(target, spec, dry_run=dry_run)
 
     commands.emit(_given("apply", as_json, verbose, python, torch_dir), work)
 
@@ -127,10 +127,10 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     """
     given = _given("verify", as_json, verbose, python, torch_dir)
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import reading
 
-        report = reading.verify(target, patch)
+        report = reading.verify(target, spec)
         if runtime:
             from patcher.install import runtime as runtime_check
 
@@ -148,10 +148,10 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import engine
 
-        return engine.revert(target, patch)
+        return engine.revert(target, spec)
 
     commands.emit(_given("revert", as_json, verbose, python, torch_dir), work)
 

@@ -239,9 +239,9 @@ def emit(given: Given, work: Callable[[Target, PatchSpec], Report]) -> NoReturn:
     def on_target() -> Report:
         from patcher.install import definitions, locate
 
-        patch = definitions.load()
-        located.append(locate.locate(given.python or None, given.torch_dir or None, patch))
-        return work(located[0], patch)
+        spec = definitions.load()
+        located.append(locate.locate(given.python or None, given.torch_dir or None, spec))
+        return work(located[0], spec)
 
     run(given, on_target, located)
 

@@ -97,12 +97,12 @@ def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool
     nor --output was given (printed alone as text; with --json, in the JSON)."""
     from patcher.install import definitions, fsio
 
-    patch = definitions.load()
-    releases = build_releases((graph_from_wheel(w, patch) for w in wheels), patch)
-    text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+    spec = definitions.load()
+    releases = build_releases((graph_from_wheel(w, spec) for w in wheels), spec)
+    text = json.dumps(releases.to_json(spec.id), indent=2, sort_keys=True) + "\n"
     code, changed, shown = ExitCode.OK, False, None
     if check:
-        shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        shipped = json.dumps(spec.releases.to_json(spec.id), indent=2, sort_keys=True) + "\n"
         message = f"The shipped releases table matches {len(wheels)} wheel(s)"
         if shipped != text:
             code = ExitCode.DIFFERS

@@ -26,7 +26,7 @@ def _parse(raw: bytes, record_row: str | None = RECORD_ROW) -> UndoRecord:
 def test_a_record_reads_back_field_by_field() -> None:
     parsed = _parse(_record())
     offset, old = world.line_of(SOURCE, world.EAGER)
-    assert parsed.patch == world.PATCH_ID and (parsed.release, parsed.match) == ("9.0.0", "exact")
+    assert parsed.patch_id == world.PATCH_ID and (parsed.release, parsed.match) == ("9.0.0", "exact")
     assert parsed.graph_change == FileChange(
         ROW,
         FileState(sha(SOURCE), len(SOURCE)),
