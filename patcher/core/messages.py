@@ -61,16 +61,16 @@ _VERBS = {
 def described(known: Known) -> str:
     if known.release is None:
         return ""
-    version = known.release.version
+    release = known.release.version
     return (
-        f" (release {version}'s file)"
+        f" (release {release}'s file)"
         if known.match == "exact"
-        else f" (a build with release {version}'s patch site)"
+        else f" (a build with release {release}'s patch site)"
     )
 
 
-def _where(version: str | None, torch_dir: Path) -> str:
-    return f"torch {version or '(unknown version)'} at {torch_dir}"
+def _where(torch_version: str | None, torch_dir: Path) -> str:
+    return f"torch {torch_version or '(unknown version)'} at {torch_dir}"
 
 
 def state_text(state: State, known: Known) -> str:
@@ -80,7 +80,7 @@ def state_text(state: State, known: Known) -> str:
 def verify(
     state: State,
     known: Known,
-    version: str | None,
+    torch_version: str | None,
     torch_dir: Path,
     problems: list[str],
     eager: bool,
@@ -90,7 +90,7 @@ def verify(
     how = "eagerly" if eager or state not in LAZY else "lazily"
     found = f"; but {'; '.join(problems)}" if problems else ""
     what = said or state_text(state, known)
-    return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
+    return f"{_where(torch_version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
 
 
 def _bytes_alone(state: State, known: Known) -> str:
@@ -99,30 +99,35 @@ def _bytes_alone(state: State, known: Known) -> str:
     return state_text(state, known).partition(", beside ")[0]
 
 
-def _newer(undo_path: Path, version: int) -> str:
+def _newer(undo_path: Path, undo_version: int) -> str:
     return (
-        f"an undo record a newer torch-lazylog wrote ({undo_path}: undo record version {version}, "
+        f"an undo record a newer torch-lazylog wrote ({undo_path}: undo record version {undo_version}, "
         f"where this one reads up to version {UNDO_VERSION})"
     )
 
 
-def newer_record(state: State, known: Known, undo_path: Path, version: int) -> str:
+def newer_record(state: State, known: Known, undo_path: Path, undo_version: int) -> str:
     """verify's description of graph.py beside an undo record a newer torch-lazylog wrote: the
     record named as that tool's, never as damage, and what this version does with it."""
     return (
-        f"{_bytes_alone(state, known)}, beside {_newer(undo_path, version)}: "
+        f"{_bytes_alone(state, known)}, beside {_newer(undo_path, undo_version)}: "
         "this one judges graph.py alone and leaves the record as it is; run the torch-lazylog that "
         "wrote it, or a later one, to apply or revert"
     )
 
 
 def newer_refused(
-    command: str, state: State, known: Known, where: tuple[str | None, Path], undo_path: Path, version: int
+    command: str,
+    state: State,
+    known: Known,
+    where: tuple[str | None, Path],
+    undo_path: Path,
+    undo_version: int,
 ) -> str:
     """apply's or revert's refusal beside a newer tool's undo record: it neither reads nor rewrites it."""
     return (
         f"Expected an undo record this torch-lazylog can read beside graph.py of {_where(*where)}, found "
-        f"{_newer(undo_path, version)}; {_bytes_alone(state, known)}. Nothing "
+        f"{_newer(undo_path, undo_version)}; {_bytes_alone(state, known)}. Nothing "
         f"was written and the record is left as it is: run the torch-lazylog that wrote it, or a later "
         f"one, to {command}"
     )
@@ -139,9 +144,11 @@ def _extras(done: Done, dry_run: bool) -> list[str]:
     return [f"{_VERBS[verb][dry_run]} {what}" for due, verb, what in said if due]
 
 
-def changed(command: str, state: State, known: Known, version: str | None, done: Done, dry_run: bool) -> str:
+def changed(
+    command: str, state: State, known: Known, torch_version: str | None, done: Done, dry_run: bool
+) -> str:
     """apply's or revert's sentence: what the install was, and what was (or would be) done."""
-    what = f"torch {version or '(unknown version)'}"
+    what = f"torch {torch_version or '(unknown version)'}"
     if done.graph_written and command == "apply":
         lead = (
             f"{_VERBS['patched'][dry_run]} graph.py line {done.line} of {what}{described(known)}: the "
@@ -183,13 +190,13 @@ def support(spec: PatchSpec) -> Support:
     return Support(tuple(eager), tuple(native), refused)
 
 
-def refused_release(version: str | None, torch_dir: Path) -> str | None:
+def refused_release(torch_version: str | None, torch_dir: Path) -> str | None:
     """The refusal of a torch of a refused series (its version's major.minor), if it is of one."""
-    series = ".".join(base_version(version).split(".")[:2])
+    series = ".".join(base_version(torch_version).split(".")[:2])
     if series not in REFUSED_SERIES:
         return None
     return (
-        f"Expected a torch release torch-lazylog patches, found {_where(version, torch_dir)}: "
+        f"Expected a torch release torch-lazylog patches, found {_where(torch_version, torch_dir)}: "
         f"{REFUSED_SERIES[series]}, as in every {series}.x release. Nothing was written"
     )
 
@@ -203,18 +210,18 @@ def upgrade(support: Support) -> str:
     )
 
 
-def changed_site(version: str | None, torch_dir: Path, reason: str) -> str:
+def changed_site(torch_version: str | None, torch_dir: Path, reason: str) -> str:
     """A release's graph.py, not as released: what differs; the diff and the reinstall say the rest."""
     return (
-        f"Expected graph.py of {_where(version, torch_dir)} as released, found it changed: "
+        f"Expected graph.py of {_where(torch_version, torch_dir)} as released, found it changed: "
         f"{reason.rstrip('.')}. Nothing was written"
     )
 
 
-def unknown(version: str | None, torch_dir: Path, reason: str) -> str:
+def unknown(torch_version: str | None, torch_dir: Path, reason: str) -> str:
     return (
         f"Expected graph.py of a torch release or build torch-lazylog knows, found "
-        f"{_where(version, torch_dir)}: {reason.rstrip('.')}. Nothing was written"
+        f"{_where(torch_version, torch_dir)}: {reason.rstrip('.')}. Nothing was written"
     )
 
 

@@ -20,7 +20,7 @@ from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Step, Write
 from patcher.install import fsio, lock, pyc
-from patcher.install.reading import keeping, newer_version, read_install, refusal, report
+from patcher.install.reading import keeping, newer_undo_version, read_install, refusal, report
 
 if TYPE_CHECKING:
     from patcher.core.facts import Reading
@@ -71,10 +71,12 @@ def _decided(
     does = state.TABLES[command][reading.state]
     if "refuse" in does:
         raise refusal(target, spec, snap, reading)
-    version = newer_version(snap)
-    if version is not None:  # a newer tool's record: never read, rewritten or removed, nothing written
+    undo_version = newer_undo_version(snap)
+    if undo_version is not None:  # a newer tool's record: never read, rewritten or removed, nothing written
         where = (target.torch_version, target.torch_dir)
-        text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
+        text = messages.newer_refused(
+            command, reading.state, reading.known, where, target.undo_path, undo_version
+        )
         raise LazylogError(ExitCode.REFUSED, text, reading.state)
     from patcher.core import plan
 

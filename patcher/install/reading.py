@@ -79,7 +79,7 @@ def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -
     )
 
 
-def newer_version(snap: Snapshot) -> int | None:
+def newer_undo_version(snap: Snapshot) -> int | None:
     """The version of an undo record that a newer torch-lazylog wrote and this one cannot read."""
     return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
 
@@ -144,10 +144,10 @@ def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) 
     stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
     texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
     eager = rule.code == ExitCode.EAGER
-    version = newer_version(snap)
+    undo_version = newer_undo_version(snap)
     said = None
-    if version is not None:  # judged by graph.py alone; apply and revert would refuse
-        said = messages.newer_record(reading.state, reading.known, target.undo_path, version)
+    if undo_version is not None:  # judged by graph.py alone; apply and revert would refuse
+        said = messages.newer_record(reading.state, reading.known, target.undo_path, undo_version)
         rule = rule._replace(next=None)
     message = messages.verify(
         reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
