@@ -134,7 +134,9 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
         if runtime:
             from patcher.install import runtime as runtime_check
 
-            report = runtime_check.run(target, report, f"{commands.program()} verify" + given.options())
+            report = runtime_check.add_checks(
+                target, report, f"{commands.program()} verify" + given.options()
+            )
         return report
 
     commands.emit(given, work)
@@ -195,7 +197,7 @@ def diagnose(
         entries.extend(found)
         return report
 
-    commands.run(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
+    commands.execute(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
 
 
 @cli.command()
@@ -225,7 +227,7 @@ def fingerprint(
 
         return fp.command(list(wheels), output, check, markdown)
 
-    commands.run(commands.Given("fingerprint", as_json), work)
+    commands.execute(commands.Given("fingerprint", as_json), work)
 
 
 def _finite(value: float) -> float:

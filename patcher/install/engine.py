@@ -50,7 +50,7 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
         else s
         for s in planned.steps
     ]
-    fsio.run(steps, command)
+    fsio.write_all(steps, command)
 
 
 def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:

@@ -108,7 +108,7 @@ def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool
             code = ExitCode.DIFFERS
             message = "The shipped releases table differs from the one these wheels give"
     elif output is not None:
-        fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1)], "fingerprint")
+        fsio.write_all([steps.Write(output, text.encode(), 0o644, -1, -1)], "fingerprint")
         changed, message = True, f"Wrote {len(releases.rows)} release(s) to {output}"
     else:
         shown = releases_table(releases) if markdown else text

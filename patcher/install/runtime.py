@@ -62,7 +62,7 @@ def _stop(report: Report, message: str, hint: Hint | None = None) -> LazylogErro
     return LazylogError(ExitCode.ENVIRONMENT, message, report.state, hint=hint)
 
 
-def run(target: Target, report: Report, static: str) -> Report:
+def add_checks(target: Target, report: Report, static: str) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
     the static report's state, as read."""
