@@ -240,7 +240,7 @@ def test_advice_with_only_a_torch_dir_names_the_target_interpreter(
 def test_the_runtime_probe_never_runs_in_this_process(tmp_path: Path) -> None:
     """inductor.answer changes the working directory and imports torch: even asked with no interpreter
     and no environment of its own (where interp runs in-process), call starts a process for it."""
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     here = os.getcwd()
     request = {"depth": 1, "expect_graph": str(tmp_path / "graph.py"), "cwd": str(tmp_path)}

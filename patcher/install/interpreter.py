@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
-from patcher.target import interp
+from patcher.in_target import interp
 
 if TYPE_CHECKING:
     import subprocess
@@ -103,7 +103,7 @@ def call(
 def run_module(
     python: str, module: ModuleType, what: str, stdin: str, timeout: float, env: dict[str, str] | None
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of patcher.target's modules in `python`, in this process's environment (see above),
+    """Run one of patcher.in_target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed

@@ -1,4 +1,4 @@
-"""`verify --runtime`: run patcher.target.inductor in the target interpreter, with a throw-away cache.
+"""`verify --runtime`: run patcher.in_target.inductor in the target interpreter, with a throw-away cache.
 
 The probe imports torch there (never here), in the environment torch-lazylog was given (as the server
 would), and compiles a deep custom-op chain on the CPU; see that module for the checks. The static
@@ -24,7 +24,7 @@ DEPTH = 8
 
 
 class ProbeResult(TypedDict, total=False):
-    """What patcher.target.inductor answers."""
+    """What patcher.in_target.inductor answers."""
 
     checks: list[dict[str, JsonValue]]
     error: str | None
@@ -35,7 +35,7 @@ class ProbeResult(TypedDict, total=False):
 def probe(python: str, expect_graph: str) -> ProbeResult:
     """Run the probe in `python` on the torch whose graph.py is `expect_graph`, with a throw-away
     Inductor cache; return its JSON result."""
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     cache = tempfile.mkdtemp(prefix="torch-lazylog-inductor-")
     env = os.environ | {
