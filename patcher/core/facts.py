@@ -17,8 +17,9 @@ from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot
 from patcher.core.record import RowFit
+from patcher.core.report import State
 from patcher.core.spec import Kind, PatchSpec
-from patcher.core.state import Fit, State
+from patcher.core.state import Fit
 from patcher.core.undo import FileChange
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core.classify import Known, base_version
-from patcher.core.report import Support
-from patcher.core.state import LAZY, Problem, State, has
+from patcher.core.report import State, Support
+from patcher.core.state import LAZY, Problem, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:

@@ -16,8 +16,9 @@ from patcher.core.edits import line_edit
 from patcher.core.facts import Reading, plausible
 from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
+from patcher.core.report import State
 from patcher.core.spec import PatchSpec
-from patcher.core.state import LAZY, Action, State
+from patcher.core.state import LAZY, Action
 from patcher.core.steps import ABSENT, Done, PlanStep, Rebuild, Remove, Write
 from patcher.core.undo import FileChange, FileState, UndoRecord
 

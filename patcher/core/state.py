@@ -14,6 +14,7 @@ from typing import Literal, NamedTuple
 from patcher.core.exitcodes import ExitCode
 from patcher.core.record import RowFit
 from patcher.core.report import Next
+from patcher.core.report import State as State  # defined beside the report that prints it
 from patcher.core.spec import Kind
 
 # The undo record against graph.py and the release table: none; after (graph.py is what it says
@@ -22,22 +23,6 @@ from patcher.core.spec import Kind
 # edited since apply); untrusted (its claims do not hold against the bytes and the table).
 Fit = Literal["none", "after", "before", "other", "changed", "untrusted"]
 
-State = Literal[
-    "pristine",
-    "patched",
-    "apply-interrupted",
-    "ships-lazy",
-    "record-only",
-    "revert-interrupted",
-    "unrecorded",
-    "reinstalled",
-    "upgraded",
-    "untrusted-eager",
-    "untrusted-patched",
-    "untrusted-lazy",
-    "edited",
-    "unknown",
-]
 
 # What apply or revert does to graph.py and the undo record, in order. patch: the one edit, and its
 # undo record. write-undo: write the undo record of a file patched before (its original determined).

@@ -17,7 +17,7 @@ from patcher.core.exitcodes import ExitCode
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
-from patcher.core.report import Advice, Next, Report
+from patcher.core.report import Advice, Next, Report, State
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import newer
 from patcher.install import locate, lock, snapshot
@@ -84,7 +84,7 @@ def newer_undo_version(snap: Snapshot) -> int | None:
     return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
 
 
-def located(command: str, target: Target, state: str, message: str) -> Report:
+def located(command: str, target: Target, state: State, message: str) -> Report:
     """What every report about a located torch names: the torch and its files."""
     return Report(
         command=command,
