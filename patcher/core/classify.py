@@ -16,10 +16,16 @@ from patcher.core.spec import Kind, PatchSpec, Release
 from patcher.core.undo import UndoRecord
 
 Match = Literal["exact", "site"]
+# What the bytes and the release table alone say graph.py is: a Kind where they decide it (a
+# release's exact file, bytes this tool's undo record says it wrote, an eager branch, a file not
+# known), or "lazy": a lazy branch known by its site, which one release ships and patching another
+# gives alike. Which of the two it is, only this tool's traces say: patcher.core.facts decides that
+# Kind, once, from them.
+Seen = Kind | Literal["lazy"]
 
 
 class Known(NamedTuple):
-    kind: Kind
+    kind: Seen
     release: Release | None
     match: Match | None
     reason: str = ""
@@ -94,7 +100,7 @@ def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known 
 
 
 def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
-    kind, rows = spec.releases.by_site(site.fingerprint, site.lazy)
+    _, rows = spec.releases.by_site(site.fingerprint, site.lazy)
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, site_diff(spec, site.code, site.lazy, torch_version))
@@ -103,7 +109,7 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     # branch is no release's patched one.)
     own = base_version(torch_version)
     mine = [r for r in spec.releases.rows if r.version == own and r.patched_site == site.fingerprint]
-    return Known(kind, mine[0] if mine else _nearest(rows, torch_version), "site")
+    return Known("lazy" if site.lazy else "eager", mine[0] if mine else _nearest(rows, torch_version), "site")
 
 
 def classify(

@@ -65,7 +65,7 @@ def _fit(
     if snap.sha256 == change.after.sha256:
         back = change.edit.inverted()
         original = back.apply(snap.graph) if back.applies_to(snap.graph) else b""
-        good = known.kind in ("patched", "native") and sha256(original) == change.before.sha256
+        good = known.kind in ("patched", "native", "lazy") and sha256(original) == change.before.sha256
         return ("after", original, None) if good else ("untrusted", None, None)
     if snap.sha256 == change.before.sha256:
         patched = change.edit.apply(snap.graph) if change.edit.applies_to(snap.graph) else b""
@@ -79,7 +79,7 @@ def _fit(
 
 def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     """A lazy graph.py's original by the one edit backwards, when the file is known."""
-    if known.kind not in ("patched", "native"):
+    if known.kind not in ("patched", "native", "lazy"):
         return None
     original = swapped(snap.graph, spec.lazy, spec.eager)
     if known.match == "exact" and known.kind == "patched" and known.release is not None:
@@ -88,10 +88,11 @@ def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
 
 
 def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Kind:
-    """The release table's kind, with this tool's traces: a lazy branch a release ships is patched
-    when RECORD names its original or lists the undo record (only an apply leaves either)."""
-    if known.kind in ("eager", "unknown") or known.match == "exact":
-        return known.kind  # exact patched bytes: no release ships them, only patching one gives them
+    """graph.py's Kind: classify's where the bytes decide it; a lazy branch known by its site
+    (classify's "lazy") is patched when RECORD names its original or lists the undo record (only an
+    apply leaves either), else native: it ships lazy."""
+    if known.kind != "lazy":
+        return known.kind
     named = record.names(snap.record, spec.graph_row, original, snap.record_base)
     return "patched" if listed or named else "native"
 

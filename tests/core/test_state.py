@@ -207,3 +207,32 @@ def test_an_undo_record_that_only_follows_records_row_is_not_said_to_be_written(
     said = messages.changed("apply", name, Known("eager", None, None), "9.0.0", done, False)
     assert ("wrote its undo record" in said) == (name not in ("patched", "apply-interrupted")), said
     assert "updated RECORD" in said
+
+
+@pytest.mark.parametrize(
+    ("graph", "mode", "kind", "name"),
+    [
+        # bytes this tool's undo record says it wrote (the vendor build's one edit): patched, decided
+        # by classify from the bytes, even beside no RECORD and a record whose mode no file had
+        (world.VENDOR.replace(world.EAGER, world.LAZY), 0o4644, "patched", "untrusted-patched"),
+        (world.VENDOR.replace(world.EAGER, world.LAZY), 0o644, "patched", "patched"),
+        # a lazy branch known only by its site, no trace of this tool: it ships lazy
+        (world.VENDOR.replace(world.EAGER, world.LAZY), None, "lazy", "ships-lazy"),
+    ],
+)
+def test_kind_is_decided_once_classify_by_the_bytes_facts_by_the_traces_for_a_lazy_branch(
+    spec: PatchSpec, graph: bytes, mode: int | None, kind: str, name: str
+) -> None:
+    """classify never calls a lazy branch known by its site patched or native ("lazy"); facts then
+    decides from this tool's traces, and from them only. A file this tool's record says it wrote is
+    patched by the bytes: before, with no RECORD to name its original, it was called native (its
+    untrusted record then dropped, and revert could never give the vendor's original back)."""
+    undo = None
+    if mode is not None:
+        change = world.graph_change(world.VENDOR, graph, mode)
+        undo = world.undo_json(change, None, "9.0.0", "site")
+    snap = world.snap(graph, None, undo)
+    known, _ = classify(snap.graph, spec, "9.0.0", snap.undo)
+    assert known.kind == kind
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert reading.state == name
