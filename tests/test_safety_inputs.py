@@ -184,7 +184,7 @@ def test_a_newer_tool_s_undo_record_is_named_and_left_as_it_is(
     named = f"({undo}: undo record version 2, where this one reads up to version 1)"
     verify = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)
     assert verify["exit_code"] == (0 if patched else 1) and verify["next"] is None, verify
-    assert verify["state"] == ("untrusted-patched" if patched else "untrusted-eager")
+    assert verify["state"] == ("newer-patched" if patched else "newer-eager")  # named as a newer tool's
     assert said in verify["message"] and named in verify["message"], verify["message"]
     assert "does not describe" not in verify["message"]
     assert "to apply or revert" in verify["message"]
@@ -193,6 +193,8 @@ def test_a_newer_tool_s_undo_record_is_named_and_left_as_it_is(
         assert result.exit_code == 3, result.output
         assert said in result.stderr and named in result.stderr and "Nothing was written" in result.stderr
         assert f"to {command.split()[0]}." in result.stderr and "does not describe" not in result.stderr
+        report = json.loads(run(*command.split(), "--torch-dir", str(torch_dir), "--json").stdout)
+        assert (report["state"], report["next"]) == (verify["state"], None), report
     assert snapshot(torch_dir.parent) == before
 
 

@@ -20,7 +20,7 @@ from patcher.core.record import RowFit
 from patcher.core.report import State
 from patcher.core.spec import Kind, PatchSpec
 from patcher.core.state import Fit
-from patcher.core.undo import FileChange
+from patcher.core.undo import FileChange, newer
 
 
 class Reading(NamedTuple):
@@ -32,6 +32,7 @@ class Reading(NamedTuple):
     row: RowFit  # RECORD's row for graph.py against its bytes
     stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
+    newer_undo: int | None = None  # the version of an undo record a newer torch-lazylog wrote
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:
@@ -48,11 +49,12 @@ def _pair(change: FileChange, spec: PatchSpec) -> bool:
 
 
 def _fit(
-    snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int
+    snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int, newer_undo: int | None
 ) -> tuple[Fit, bytes | None, bytes | None]:
     """How the undo record stands, with the original or the patched bytes it determines."""
     if snap.undo is None:
-        return ("none" if snap.undo_raw is None else "untrusted"), None, None
+        unread: Fit = "untrusted" if newer_undo is None else "newer"  # a newer tool's: no damage
+        return ("none" if snap.undo_raw is None else unread), None, None
     change = snap.undo.graph_change
     sound = _pair(change, spec) or one_edit(change.edit, spec)  # a release's pair, or the one edit
     if not sound or not plausible(change, now_ns):
@@ -99,7 +101,8 @@ def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None,
 
 def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
     """`now_ns` bounds the mtime a record may restore (a day's clock skew allowed)."""
-    fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9)
+    newer_undo = newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
+    fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9, newer_undo)
     original = recorded_original or _original(snap, spec, known)
     listed = (
         undo_row is not None
@@ -116,4 +119,4 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     names_patched = record.names(snap.record, spec.graph_row, patched, snap.record_base)
     name = state.name_state(kind, fit, names_original, names_patched)
     stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
-    return Reading(name, known, fit, row, stale_unchecked, original)
+    return Reading(name, known, fit, row, stale_unchecked, original, newer_undo)

@@ -12,11 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core.classify import Known, base_version
-from patcher.core.report import State, Support
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice, Next, State, Support
 from patcher.core.state import LAZY, Problem, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
+    from patcher.core.facts import Reading
+    from patcher.core.installed import Snapshot, Target
     from patcher.core.spec import PatchSpec
     from patcher.core.steps import Done
 
@@ -37,6 +41,9 @@ DESCRIPTION: dict[State, str] = {
     "untrusted-eager": "graph.py is unpatched{release}, eager, beside an undo record that does not describe it",
     "untrusted-patched": "graph.py is patched{release}, beside an undo record that does not describe it",
     "untrusted-lazy": "graph.py ships the lazy call{release}, beside an undo record that does not describe it",
+    "newer-eager": "graph.py is unpatched{release}, eager, beside an undo record a newer torch-lazylog wrote",
+    "newer-patched": "graph.py is patched{release}, beside an undo record a newer torch-lazylog wrote",
+    "newer-lazy": "graph.py ships the lazy call{release}, beside an undo record a newer torch-lazylog wrote",
     "edited": "graph.py changed since apply: it is neither the file its undo record describes nor one "
     "torch-lazylog knows",
     "unknown": "graph.py is not one torch-lazylog knows",
@@ -77,19 +84,16 @@ def state_text(state: State, known: Known) -> str:
     return DESCRIPTION[state].format(release=described(known))
 
 
-def verify(
-    state: State,
-    known: Known,
-    torch_version: str | None,
-    torch_dir: Path,
-    problems: list[str],
-    eager: bool,
-    said: str | None = None,
-) -> str:
-    """`said`: the state as described elsewhere than the table (beside a newer tool's undo record)."""
+def verify(reading: Reading, target: Target, problems: list[str], eager: bool) -> str:
+    """verify's sentence: how torch formats the text, what was found, and what else is wrong."""
+    state, known, newer = reading.state, reading.known, reading.newer_undo
     how = "eagerly" if eager or state not in LAZY else "lazily"
     found = f"; but {'; '.join(problems)}" if problems else ""
-    what = said or state_text(state, known)
+    if has(state, "newer") and newer is not None:
+        what = newer_record(state, known, target.undo_path, newer)
+    else:
+        what = state_text(state, known)
+    torch_version, torch_dir = target.torch_version, target.torch_dir
     return f"{_where(torch_version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
 
 
@@ -239,4 +243,33 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
         f"({before[:16]}...) its undo record {undo_path} names, found {sha[:16]}..., a file torch-lazylog "
         "does not know: it changed since apply, so neither its original nor its patched bytes can be "
         "restored. Nothing was written"
+    )
+
+
+def refusal(
+    command: str, target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading, vendor: bool
+) -> LazylogError:
+    """The one refusal of a state whose command refuses, its sentence and its next step: a file changed
+    since apply (reinstall); an undo record a newer torch-lazylog wrote (that tool's to apply or
+    revert); a release series the fix cannot reach (upgrade torch); a release's graph.py changed
+    (reinstall it); a build this tool does not know (`vendor`: fingerprint it)."""
+    state, known, where = reading.state, reading.known, (target.torch_version, target.torch_dir)
+    if state == "edited" and snap.undo is not None:
+        change = snap.undo.graph_change
+        text = edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
+        return LazylogError(ExitCode.REFUSED, text, state, "reinstall")
+    if has(state, "newer") and reading.newer_undo is not None:  # never read, rewritten or removed
+        text = newer_refused(command, state, known, where, target.undo_path, reading.newer_undo)
+        return LazylogError(ExitCode.REFUSED, text, state)
+    refused = refused_release(*where) if known.cause == "import" else None
+    supported = support(spec)
+    next: Next
+    if refused is not None:
+        message, next = refused, Advice(upgrade(supported))
+    elif vendor:
+        message, next = unknown(*where, known.reason), Advice(FINGERPRINT)
+    else:
+        message, next = changed_site(*where, known.reason), "reinstall"
+    return LazylogError(
+        ExitCode.REFUSED, message, state, next, nearest_diff=known.nearest_diff or None, support=supported
     )

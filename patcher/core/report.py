@@ -23,6 +23,9 @@ State = Literal[
     "untrusted-eager",
     "untrusted-patched",
     "untrusted-lazy",
+    "newer-eager",
+    "newer-patched",
+    "newer-lazy",
     "edited",
     "unknown",
 ]

@@ -20,8 +20,9 @@ from patcher.core.spec import Kind
 # The undo record against graph.py and the release table: none; after (graph.py is what it says
 # apply made); before (graph.py is the original it names); other (a sound record of another file,
 # graph.py being a release's exact bytes); changed (a sound record, graph.py known only by its site:
-# edited since apply); untrusted (its claims do not hold against the bytes and the table).
-Fit = Literal["none", "after", "before", "other", "changed", "untrusted"]
+# edited since apply); untrusted (its claims do not hold against the bytes and the table); newer (a
+# newer torch-lazylog wrote it, in a version this one does not read: never taken for damage).
+Fit = Literal["none", "after", "before", "other", "changed", "untrusted", "newer"]
 
 
 # What apply or revert does to graph.py and the undo record, in order. patch: the one edit, and its
@@ -54,6 +55,11 @@ _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("unknown", "before"): "edited",
     ("unknown", "other"): "edited",
     ("unknown", "untrusted"): "unknown",  # a record that proves nothing beside a file not known
+    # A newer tool's record: graph.py is judged alone, and the record left to the tool that reads it.
+    ("eager", "newer"): "newer-eager",
+    ("patched", "newer"): "newer-patched",
+    ("native", "newer"): "newer-lazy",
+    ("unknown", "newer"): "unknown",
 }
 
 
@@ -88,8 +94,9 @@ _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to fin
 # recorded: graph.py is patched and its undo record describes it, so a run that rewrites the record
 #   only to follow RECORD's new row does not say it wrote it;
 # usual: the state a command's change of graph.py usually starts from, so its sentence does not first
-#   say what graph.py was.
-Trait = Literal["interrupted", "recorded", "usual"]
+#   say what graph.py was;
+# newer: the undo record is a newer torch-lazylog's, which this one neither reads, rewrites nor removes.
+Trait = Literal["interrupted", "recorded", "usual", "newer"]
 
 
 class Handling(NamedTuple):
@@ -102,6 +109,7 @@ class Handling(NamedTuple):
 
 
 _INTERRUPTED: frozenset[Trait] = frozenset({"interrupted"})
+_NEWER: frozenset[Trait] = frozenset({"newer"})
 
 # One row per state: what apply does, what revert does, verify's rule, and its traits. verify's first
 # duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
@@ -118,6 +126,9 @@ _TABLE: dict[State, Handling] = {
     "untrusted-eager": Handling(_PATCH, ("drop",), _EAGER),
     "untrusted-patched": Handling(("write-undo",), ("restore",), _TIDY),
     "untrusted-lazy": Handling(("drop",), ("drop",), _TIDY),
+    "newer-eager": Handling(_REFUSE, _REFUSE, Rule(ExitCode.EAGER), _NEWER),
+    "newer-patched": Handling(_REFUSE, _REFUSE, _LAZY, _NEWER),
+    "newer-lazy": Handling(_REFUSE, _REFUSE, _LAZY, _NEWER),
     "edited": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
     "unknown": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
 }
@@ -142,7 +153,11 @@ def verdict(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tup
     found: tuple[Problem, ...] = ()
     if row == "other" and not has(state, "interrupted"):
         found = ("record-row",)
-    if stale_unchecked and state in LAZY:
-        return _EAGER, (*found, "stale-unchecked-pyc")
     rule = VERIFY[state]
-    return (_TIDY if rule.code == ExitCode.OK and found else rule), found
+    if stale_unchecked and state in LAZY:
+        rule, found = _EAGER, (*found, "stale-unchecked-pyc")
+    elif rule.code == ExitCode.OK and found:
+        rule = _TIDY
+    if rule.next == "apply" and APPLY[state] == _REFUSE:  # apply is no step where it refuses
+        rule = rule._replace(next=None)
+    return rule, found

@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core import messages, state
-from patcher.core.errors import LazylogError
-from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Step, Write
 from patcher.install import fsio, lock, pyc
-from patcher.install.reading import keeping, newer_undo_version, read_install, refusal, report
+from patcher.install.reading import keeping, read_install, refusal, report
 
 if TYPE_CHECKING:
     from patcher.core.facts import Reading
@@ -70,14 +68,7 @@ def _decided(
 ) -> Report:
     does = state.TABLES[command][reading.state]
     if "refuse" in does:
-        raise refusal(target, spec, snap, reading)
-    undo_version = newer_undo_version(snap)
-    if undo_version is not None:  # a newer tool's record: never read, rewritten or removed, nothing written
-        where = (target.torch_version, target.torch_dir)
-        text = messages.newer_refused(
-            command, reading.state, reading.known, where, target.undo_path, undo_version
-        )
-        raise LazylogError(ExitCode.REFUSED, text, reading.state)
+        raise refusal(command, target, spec, snap, reading)
     from patcher.core import plan
 
     planned = plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)

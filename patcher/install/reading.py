@@ -17,9 +17,8 @@ from patcher.core.exitcodes import ExitCode
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
-from patcher.core.report import Advice, Next, Report, State
+from patcher.core.report import Report, State
 from patcher.core.spec import PatchSpec
-from patcher.core.undo import newer
 from patcher.install import locate, lock, snapshot
 
 if TYPE_CHECKING:
@@ -51,37 +50,10 @@ def vendor(target: Target) -> bool:
     return version is None or "+" in version
 
 
-def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
-    """The one refusal for what was found: a file changed since apply; a release series the fix
-    cannot reach (upgrade torch); a release's graph.py changed (reinstall it); a build this tool
-    does not know (fingerprint it)."""
-    if reading.state == "edited" and snap.undo is not None:
-        change = snap.undo.graph_change
-        text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
-        return LazylogError(ExitCode.REFUSED, text, reading.state, "reinstall")
-    known, where = reading.known, (target.torch_version, target.torch_dir)
-    refused = messages.refused_release(*where) if known.cause == "import" else None
-    support = messages.support(spec)
-    next: Next
-    if refused is not None:
-        message, next = refused, Advice(messages.upgrade(support))
-    elif vendor(target):
-        message, next = messages.unknown(*where, known.reason), Advice(messages.FINGERPRINT)
-    else:
-        message, next = messages.changed_site(*where, known.reason), "reinstall"
-    return LazylogError(
-        ExitCode.REFUSED,
-        message,
-        reading.state,
-        next,
-        nearest_diff=known.nearest_diff or None,
-        support=support,
-    )
-
-
-def newer_undo_version(snap: Snapshot) -> int | None:
-    """The version of an undo record that a newer torch-lazylog wrote and this one cannot read."""
-    return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
+def refusal(command: str, target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
+    """The core's refusal of what was found (patcher.core.messages.refusal), with whether this torch
+    is a vendor's build, which only its dist-info tells."""
+    return messages.refusal(command, target, spec, snap, reading, vendor(target))
 
 
 def located(command: str, target: Target, state: State, message: str) -> Report:
@@ -140,17 +112,9 @@ def verify(target: Target, spec: PatchSpec) -> Report:
 def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
     rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
     if rule.code == ExitCode.REFUSED:
-        raise refusal(target, spec, snap, reading)
+        raise refusal("verify", target, spec, snap, reading)
     stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
     texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
-    eager = rule.code == ExitCode.EAGER
-    undo_version = newer_undo_version(snap)
-    said = None
-    if undo_version is not None:  # judged by graph.py alone; apply and revert would refuse
-        said = messages.newer_record(reading.state, reading.known, target.undo_path, undo_version)
-        rule = rule._replace(next=None)
-    message = messages.verify(
-        reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
-    )
+    message = messages.verify(reading, target, texts, rule.code == ExitCode.EAGER)
     shown = report("verify", target, snap, reading, message)
     return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))

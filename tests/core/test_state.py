@@ -12,6 +12,7 @@ import pytest
 from patcher.core import facts, state
 from patcher.core.classify import classify
 from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Next
 from patcher.core.spec import PatchSpec
 from tests.core import world
 
@@ -52,6 +53,8 @@ UNTRUSTED = {
     "native": "untrusted-lazy",
     "unknown": "unknown",
 }
+# A newer torch-lazylog's record: graph.py judged alone, and the record left to that tool.
+NEWER = {"eager": "newer-eager", "patched": "newer-patched", "native": "newer-lazy", "unknown": "unknown"}
 
 
 def _facts(kind: str, fit: str, names_original: bool = False, names_patched: bool = False) -> state.State:
@@ -63,6 +66,7 @@ def test_decide_by_kind_and_fit(kind: str) -> None:
     for fit, expected in BY_KIND_AND_FIT[kind].items():
         assert _facts(kind, fit) == expected, fit
     assert _facts(kind, "untrusted") == UNTRUSTED[kind]
+    assert _facts(kind, "newer") == NEWER[kind]
     assert _facts(kind, "changed") == "edited"
 
 
@@ -85,6 +89,8 @@ LAZY_STATES = {
     "upgraded",
     "untrusted-patched",
     "untrusted-lazy",
+    "newer-patched",
+    "newer-lazy",
 }
 
 APPLY = {
@@ -100,6 +106,9 @@ APPLY = {
     "untrusted-eager": ("patch",),
     "untrusted-patched": ("write-undo",),
     "untrusted-lazy": ("drop",),
+    "newer-eager": ("refuse",),
+    "newer-patched": ("refuse",),
+    "newer-lazy": ("refuse",),
     "edited": ("refuse",),
     "unknown": ("refuse",),
 }
@@ -116,6 +125,9 @@ REVERT = {
     "untrusted-eager": ("drop",),
     "untrusted-patched": ("restore",),
     "untrusted-lazy": ("drop",),
+    "newer-eager": ("refuse",),
+    "newer-patched": ("refuse",),
+    "newer-lazy": ("refuse",),
     "edited": ("refuse",),
     "unknown": ("refuse",),
 }
@@ -132,6 +144,9 @@ VERIFY = {
     "untrusted-eager": EAGER,
     "untrusted-patched": "tidy",
     "untrusted-lazy": "tidy",
+    "newer-eager": (EAGER, None),  # judged by graph.py alone: apply and revert refuse, so no next step
+    "newer-patched": OK,
+    "newer-lazy": OK,
     "edited": (REFUSED, "reinstall"),
     "unknown": (REFUSED, None),
 }
@@ -163,7 +178,8 @@ def test_verdict_with_what_verify_finds_in_every_state(name: state.State) -> Non
     interrupted = name in ("apply-interrupted", "revert-interrupted")
     lazy = name in LAZY_STATES
     plain = _verify_rule(VERIFY[name])
-    eager, tidy = state.Rule(EAGER, "apply"), state.Rule(OK, "apply")
+    step: Next | None = None if APPLY[name] == ("refuse",) else "apply"  # never a step that refuses
+    eager, tidy = state.Rule(EAGER, step), state.Rule(OK, step)
     for row in ("absent", "current", "unhashed"):
         assert state.verdict(name, row, False) == (plain, ()), row
     row_found = () if interrupted else ("record-row",)

@@ -201,6 +201,13 @@ def one_edit_undo(lazy: bytes) -> bytes:
     return undo_json(graph_change(eager, lazy, 0o644, 0), None, "9.1.0", "exact")
 
 
+def by_a_newer_tool(undo: bytes) -> bytes:
+    """The same record as a newer torch-lazylog writes it: a version this one does not read."""
+    data = json.loads(undo)
+    data.update(version=2, written_later={"any": "field"})
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
 def later(graph: bytes, rec: bytes | None, undo: bytes | None = None) -> Snapshot:
     """A file this tool patched, as apply left it and chmod-ed since."""
     return snap(graph, rec, undo, stat=AFTER_STAT, record_stat=AFTER_RECORD_STAT)
@@ -230,10 +237,17 @@ def states() -> dict[str, list[Snapshot]]:
             snap(NATIVE, record_of(NATIVE), b"[]"),
             snap(NATIVE, record_of(NATIVE), one_edit_undo(NATIVE)),
         ],
+        "newer-eager": [snap(SOURCE, record_of(SOURCE), by_a_newer_tool(undo))],
+        "newer-patched": [
+            later(patched, rec, by_a_newer_tool(undo)),
+            later(vendor_patched, vendor_rec, by_a_newer_tool(vendor_undo)),
+        ],
+        "newer-lazy": [snap(NATIVE, record_of(NATIVE), by_a_newer_tool(undo))],
         "edited": [snap(vendor_patched + b"# edited\n", vendor_rec, vendor_undo)],
         "unknown": [
             snap(b"x = 1\n", record_of(b"x = 1\n")),
             snap(b"x = 1\n", record_of(b"x = 1\n"), b"{not json"),
+            snap(b"x = 1\n", record_of(b"x = 1\n"), by_a_newer_tool(undo)),
         ],
     }
 
@@ -253,8 +267,11 @@ CASES = [
         ("untrusted-eager", 1),
         ("untrusted-patched", 2),
         ("untrusted-lazy", 2),
+        ("newer-eager", 1),
+        ("newer-patched", 2),
+        ("newer-lazy", 1),
         ("edited", 1),
-        ("unknown", 2),
+        ("unknown", 3),
     ]
     for index in range(count)
 ]
