@@ -74,8 +74,9 @@ def site_diff(spec: PatchSpec, code: str, lazy: bool, torch_version: str | None)
     return f"The branch differs from the nearest release, {row.version}:\n" + "\n".join(shown)
 
 
-def by_hash(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known | None:
-    hit = spec.releases.by_sha256(sha256(source))
+def by_hash(digest: str, spec: PatchSpec, torch_version: str | None) -> Known | None:
+    """A release's file by its sha256 (`digest`), pristine or patched."""
+    hit = spec.releases.by_sha256(digest)
     return None if hit is None else Known(hit[0], _nearest(hit[1], torch_version), "exact")
 
 
@@ -85,12 +86,12 @@ def one_edit(edit: Edit, spec: PatchSpec) -> bool:
     return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
 
 
-def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
+def by_record(source: bytes, digest: str, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
     """Bytes this tool wrote, as its undo record says (a vendor's build, read with libcst when it was
     patched): the record's after-hash is theirs and its one edit's lazy side is in them where it
     says. Patched at that release's site, with no parse: the command the tool image leaves in an
     image verifies it without libcst."""
-    if undo is None or undo.graph_change.after.sha256 != sha256(source):
+    if undo is None or undo.graph_change.after.sha256 != digest:
         return None
     edit = undo.graph_change.edit
     if not edit.inverted().applies_to(source) or not one_edit(edit, spec):
@@ -113,12 +114,13 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
 
 
 def classify(
-    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None
+    source: bytes, digest: str, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None
 ) -> tuple[Known, Rewritten | None]:
-    """What this graph.py is, and the rewrite apply makes of it when it is eager. A known release, or
-    bytes this tool wrote (its undo record says so), is settled by hashes alone; anything else takes
-    one libcst parse, which gives the site and the rewrite together."""
-    hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
+    """What this graph.py is (`digest`: its sha256, hashed when it was read), and the rewrite apply
+    makes of it when it is eager. A known release, or bytes this tool wrote (its undo record says
+    so), is settled by hashes alone; anything else takes one libcst parse, which gives the site and
+    the rewrite together."""
+    hit = by_hash(digest, spec, torch_version) or by_record(source, digest, spec, undo)
     if hit is not None and hit.kind != "eager":
         return hit, None
     if hit is not None:

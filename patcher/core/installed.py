@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from patcher.core.hashes import sha256
 from patcher.core.report import JsonValue
 from patcher.core.undo import UndoRecord
 
@@ -90,6 +89,7 @@ class FileStat(NamedTuple):
 
 class Snapshot(NamedTuple):
     graph: bytes
+    sha256: str  # graph.py's, hashed once when it is read
     graph_stat: FileStat
     record: bytes | None
     record_stat: FileStat | None
@@ -100,10 +100,6 @@ class Snapshot(NamedTuple):
     source_hashes: dict[bytes, str]  # graph.py's hash under each hash-based own pyc's magic number
     leftovers: tuple[Path, ...]
     record_base: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
-
-    @property
-    def sha256(self) -> str:
-        return sha256(self.graph)
 
     def stale_pycs(self) -> list[Pyc]:
         mtime = self.graph_stat.mtime_ns / 1e9

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from patcher.core import record
-from patcher.core.edits import line_edit
+from patcher.core.edits import Edit, line_edit
 from patcher.core.facts import Reading, plausible
 from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
@@ -46,18 +46,18 @@ class End(NamedTuple):
     undo_changed: bool
     mode: int
     mtime_ns: int
+    line: int | None = None  # the line of graph.py the actions change (counted in graph.py as read)
 
 
-def _change(path: str, before: bytes, after: bytes, like: FileStat) -> FileChange:
-    """An undo record's part for one file: its bytes before and after, and the mode and mtime it had."""
-    return FileChange(
-        path,
-        FileState(sha256(before), len(before)),
-        FileState(sha256(after), len(after)),
-        line_edit(before, after),
-        mode=like.mode,
-        mtime_ns=like.mtime_ns,
-    )
+def _state(data: bytes, digest: str | None = None) -> FileState:
+    """A file's bytes as an undo record names them; `digest`: their sha256, when it is known already."""
+    return FileState(digest or sha256(data), len(data))
+
+
+def _change(path: str, before: FileState, after: FileState, edit: Edit, like: FileStat) -> FileChange:
+    """An undo record's part for one file: its bytes before and after, the edit between them, and the
+    mode and mtime it had."""
+    return FileChange(path, before, after, edit, mode=like.mode, mtime_ns=like.mtime_ns)
 
 
 def _act(
@@ -70,8 +70,9 @@ def _act(
     rewritten: Rewritten | None,
 ) -> End:
     if action == "patch":
-        assert rewritten is not None
-        undo = _change(spec.graph_row, snap.graph, rewritten.source, snap.graph_stat)
+        assert rewritten is not None  # its edit is the one classify or the rewrite made, once
+        read = _state(snap.graph, snap.sha256)
+        undo = _change(spec.graph_row, read, _state(rewritten.source), rewritten.edit, snap.graph_stat)
         return end._replace(
             graph=rewritten.source,
             lazy=True,
@@ -79,18 +80,22 @@ def _act(
             undo=undo,
             undo_changed=True,
             mtime_ns=now_ns,
+            line=rewritten.edit.line_number(snap.graph),
         )
     if action == "write-undo":
-        assert reading.original is not None
-        return end._replace(
-            undo=_change(spec.graph_row, reading.original, snap.graph, snap.graph_stat), undo_changed=True
-        )
+        original = reading.original
+        assert original is not None
+        edit = line_edit(original, snap.graph)
+        read = _state(snap.graph, snap.sha256)
+        undo = _change(spec.graph_row, _state(original), read, edit, snap.graph_stat)
+        return end._replace(undo=undo, undo_changed=True)
     if action == "restore":
         assert reading.original is not None
         kept = snap.undo.graph_change if snap.undo is not None and reading.fit == "after" else None
         mode, mtime = (kept.mode, kept.mtime_ns) if kept else (end.mode, end.mtime_ns)
+        line = line_edit(snap.graph, reading.original).line_number(snap.graph)
         return End(
-            reading.original, False, True, None, snap.undo_raw is not None, mode, mtime
+            reading.original, False, True, None, snap.undo_raw is not None, mode, mtime, line
         )  # no record left
     assert action == "drop"
     return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
@@ -107,7 +112,7 @@ def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
 
 
 def _record_after(
-    snap: Snapshot, spec: PatchSpec, end: End, undo_row: str, trusted: bool
+    snap: Snapshot, spec: PatchSpec, end: End, undo_row: str, trusted: bool, was: str
 ) -> tuple[bytes, int | None, int | None]:
     """RECORD as the plan leaves it, with the mode and mtime to give it (None: keep them).
 
@@ -117,7 +122,7 @@ def _record_after(
     assert snap.record is not None
     change = snap.undo.record_change if snap.undo is not None and end.undo is None and trusted else None
     back = change.edit.inverted() if change is not None else None
-    if change and back and sha256(snap.record) == change.after.sha256 and back.applies_to(snap.record):
+    if change and back and was == change.after.sha256 and back.applies_to(snap.record):
         candidate = back.apply(snap.record)
         ours = _only_rows(change.edit.new, (spec.graph_row, undo_row), snap.record_base) and _only_rows(
             change.edit.old, (spec.graph_row,), snap.record_base
@@ -145,14 +150,17 @@ def _record_steps(
     row, path = target.undo_row_path(), target.record_file
     if snap.record is None or snap.record_stat is None or row is None or path is None:
         return [], None
-    new, mode, mtime = _record_after(snap, spec, end, row, trusted)
+    was = sha256(snap.record)  # RECORD's, as read
+    new, mode, mtime = _record_after(snap, spec, end, row, trusted, was)
     if new == snap.record:
         kept = snap.undo.record_change if trusted and end.undo_changed and snap.undo else None
-        return [], (kept if kept is not None and sha256(snap.record) == kept.after.sha256 else None)
+        return [], (kept if kept is not None and was == kept.after.sha256 else None)
     stat = snap.record_stat
-    write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, sha256(snap.record))
+    write = Write(path, new, mode or stat.mode, stat.uid, stat.gid, mtime, was)
     assert target.dist_info is not None
-    return [write], _change(f"{target.dist_info.name}/RECORD", snap.record, new, stat)
+    edit = line_edit(snap.record, new)
+    change = _change(f"{target.dist_info.name}/RECORD", _state(snap.record, was), _state(new), edit, stat)
+    return [write], change
 
 
 def _writable(target: Target, snap: Snapshot) -> tuple[Path, ...]:
@@ -167,7 +175,7 @@ def _done(snap: Snapshot, end: End, pycs: list[PlanStep], record_written: bool) 
     """What the plan writes, counted as it makes its steps (the undo record's are added there)."""
     return Done(
         graph_written=end.graph_changed,
-        line=line_edit(snap.graph, end.graph).line_number(snap.graph) if end.graph_changed else None,
+        line=end.line,
         record_written=record_written,
         pycs=sum(isinstance(s, Rebuild) for s in pycs),
         pycs_removed=sum(isinstance(s, Remove) for s in pycs),

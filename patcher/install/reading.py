@@ -40,7 +40,7 @@ def install_of(target: Target) -> Install:
 def read_install(target: Target, spec: PatchSpec) -> tuple[Snapshot, Reading, Rewritten | None]:
     """The snapshot, its one reading, and the rewrite apply would make."""
     snap = snapshot.take(target, spec)
-    known, rewritten = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
+    known, rewritten = classify.classify(snap.graph, snap.sha256, spec, target.torch_version, snap.undo)
     return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
@@ -83,7 +83,7 @@ def report(
     command adds its own fields with Report._replace, which mypy checks."""
     known = reading.known
     return located(command, target, reading.state, message)._replace(
-        sha256=sha256(snap.graph if graph is None else graph),
+        sha256=snap.sha256 if graph is None else sha256(graph),
         release=known.release.version if known.release else None,
         match=known.match,
         pycs=tuple(p.describe() for p in snap.pycs),

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from patcher.core.errors import environment
+from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -81,6 +82,7 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
     dirs = [target.graph_py.parent, *pyc.cache_dirs(target.graph_py, prefix), target.undo_path.parent]
     return Snapshot(
         graph=graph,
+        sha256=sha256(graph),
         graph_stat=stat_of(st),
         record=record,
         record_stat=record_stat,

@@ -66,7 +66,7 @@ def undo_of(
 
 
 def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None = None) -> plan.Plan:
-    known, rewritten = classify(snap.graph, spec, "9.0.0+cu128", snap.undo)
+    known, rewritten = classify(snap.graph, snap.sha256, spec, "9.0.0+cu128", snap.undo)
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     does = state.TABLES[command][reading.state]
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)
@@ -540,3 +540,27 @@ def test_apply_over_a_record_of_another_record_keeps_no_record_part(spec: PatchS
     grown = rec + b"torch/extra.py,,\r\n"
     planned = _plan(spec, world.snap(SOURCE, grown, undone), "apply")
     assert planned.steps[0] == undo(undo_of(SOURCE, GRAPH_STAT, None), undone)
+
+
+@pytest.mark.parametrize(
+    ("name", "command"), [("pristine", "apply"), ("patched", "revert"), ("unrecorded", "apply")]
+)
+def test_graph_py_is_hashed_once_when_it_is_read(
+    spec: PatchSpec, monkeypatch: pytest.MonkeyPatch, name: str, command: str
+) -> None:
+    """The snapshot carries graph.py's sha256: classifying, naming the state and planning the writes
+    never hash graph.py's bytes again (the write's re-read before each replace is fsio's)."""
+    import hashlib
+
+    snap = world.states()[name][0]
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"", **kwargs: bool) -> hashlib._Hash:
+        hashed.append(bytes(data))
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counting)
+    planned = _plan(spec, snap, command)
+    assert planned.steps  # the plan writes: graph.py or its undo record
+    assert hashed and snap.graph not in hashed

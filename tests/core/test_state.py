@@ -23,7 +23,7 @@ ALL_STATES = typing.get_args(state.State)
 @pytest.mark.parametrize(("name", "index"), world.CASES, ids=[f"{n}-{i}" for n, i in world.CASES])
 def test_each_state_is_named_from_the_bytes(spec: PatchSpec, name: str, index: int) -> None:
     snap = world.states()[name][index]
-    known, _ = classify(snap.graph, spec, "9.0.0", snap.undo)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
     assert facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
 
 
@@ -248,7 +248,7 @@ def test_kind_is_decided_once_classify_by_the_bytes_facts_by_the_traces_for_a_la
         change = world.graph_change(world.VENDOR, graph, mode)
         undo = world.undo_json(change, None, "9.0.0", "site")
     snap = world.snap(graph, None, undo)
-    known, _ = classify(snap.graph, spec, "9.0.0", snap.undo)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
     assert known.kind == kind
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     assert reading.state == name

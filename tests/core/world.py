@@ -188,7 +188,7 @@ def snap(
         except ValueError:
             parsed = None
     rec_stat = record_stat if rec is not None else None
-    return Snapshot(graph, stat, rec, rec_stat, parsed, undo, pycs, TAG, {}, ())
+    return Snapshot(graph, sha(graph), stat, rec, rec_stat, parsed, undo, pycs, TAG, {}, ())
 
 
 def forged(undo: bytes, claimed: bytes, instead: bytes) -> bytes:
