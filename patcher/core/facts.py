@@ -16,7 +16,7 @@ from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot
-from patcher.core.record import RowFit
+from patcher.core.record import Row, RowFit
 from patcher.core.report import State
 from patcher.core.spec import Kind, PatchSpec
 from patcher.core.state import Fit
@@ -32,6 +32,7 @@ class Reading(NamedTuple):
     row: RowFit  # RECORD's row for graph.py against its bytes
     stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
+    record_row: Row | None  # graph.py's one row in RECORD, found once (None: there is no RECORD)
     newer_undo: int | None = None  # the version of an undo record a newer torch-lazylog wrote
 
 
@@ -89,14 +90,13 @@ def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     return original
 
 
-def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Kind:
+def _kind(known: Known, found: list[Row] | None, original: bytes | None, listed: bool) -> Kind:
     """graph.py's Kind: classify's where the bytes decide it; a lazy branch known by its site
     (classify's "lazy") is patched when RECORD names its original or lists the undo record (only an
     apply leaves either), else native: it ships lazy."""
     if known.kind != "lazy":
         return known.kind
-    named = record.names(snap.record, spec.graph_row, original, snap.record_base)
-    return "patched" if listed or named else "native"
+    return "patched" if listed or record.names(found, original) else "native"
 
 
 def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
@@ -104,19 +104,19 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     newer_undo = newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
     fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9, newer_undo)
     original = recorded_original or _original(snap, spec, known)
+    base = snap.record_base  # RECORD's rows of graph.py and of the undo record, each found once
+    found = None if snap.record is None else record.rows(snap.record, spec.graph_row, base)
     listed = (
-        undo_row is not None
-        and snap.record is not None
-        and bool(record.rows(snap.record, undo_row, snap.record_base))
+        undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row, base))
     )
-    kind = _kind(snap, spec, known, original, listed)
+    kind = _kind(known, found, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
-    row = record.fit(snap.record, spec.graph_row, snap.graph, snap.record_base)
+    row = record.fit(found, snap.graph)
     if row in ("missing", "duplicate"):
         raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
-    names_original = record.names(snap.record, spec.graph_row, original, snap.record_base)
-    names_patched = record.names(snap.record, spec.graph_row, patched, snap.record_base)
+    names_original, names_patched = record.names(found, original), record.names(found, patched)
     name = state.name_state(kind, fit, names_original, names_patched)
     stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
-    return Reading(name, known, fit, row, stale_unchecked, original, newer_undo)
+    the_row = found[0] if found else None
+    return Reading(name, known, fit, row, stale_unchecked, original, the_row, newer_undo)

@@ -16,6 +16,7 @@ from patcher.core.edits import Edit, line_edit
 from patcher.core.facts import Reading, plausible
 from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
+from patcher.core.record import Row
 from patcher.core.report import State
 from patcher.core.spec import PatchSpec
 from patcher.core.state import LAZY, Action
@@ -112,7 +113,7 @@ def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
 
 
 def _record_after(
-    snap: Snapshot, spec: PatchSpec, end: End, undo_row: str, trusted: bool, was: str
+    snap: Snapshot, spec: PatchSpec, end: End, undo_row: str, trusted: bool, was: str, record_row: Row
 ) -> tuple[bytes, int | None, int | None]:
     """RECORD as the plan leaves it, with the mode and mtime to give it (None: keep them).
 
@@ -132,7 +133,7 @@ def _record_after(
             kept = plausible(change, None)
             return candidate, (change.mode if kept else None), (change.mtime_ns if kept else None)
     add, drop = (undo_row, None) if end.undo is not None else (None, undo_row)
-    return record.pointed(snap.record, spec.graph_row, end.graph, add, drop, snap.record_base), None, None
+    return record.pointed(snap.record, record_row, end.graph, add, drop, snap.record_base), None, None
 
 
 def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
@@ -142,7 +143,7 @@ def _only_rows(lines: bytes, paths: tuple[str, ...], base: str) -> bool:
 
 
 def _record_steps(
-    target: Target, snap: Snapshot, spec: PatchSpec, end: End, trusted: bool
+    target: Target, snap: Snapshot, spec: PatchSpec, end: End, trusted: bool, record_row: Row | None
 ) -> tuple[list[PlanStep], FileChange | None]:
     """RECORD's write, and the undo record's RECORD part. A new undo record over a RECORD already as
     apply leaves it (a revert stopped before RECORD) keeps the trusted record's RECORD part, so revert
@@ -150,8 +151,9 @@ def _record_steps(
     row, path = target.undo_row_path(), target.record_file
     if snap.record is None or snap.record_stat is None or row is None or path is None:
         return [], None
+    assert record_row is not None  # a RECORD has graph.py's one row, or it is damaged (facts)
     was = sha256(snap.record)  # RECORD's, as read
-    new, mode, mtime = _record_after(snap, spec, end, row, trusted, was)
+    new, mode, mtime = _record_after(snap, spec, end, row, trusted, was, record_row)
     if new == snap.record:
         kept = snap.undo.record_change if trusted and end.undo_changed and snap.undo else None
         return [], (kept if kept is not None and was == kept.after.sha256 else None)
@@ -213,7 +215,7 @@ def build(
     for action in does:
         end = _act(action, end, snap, spec, reading, now_ns, rewritten)
     trusted = reading.fit in ("after", "before")
-    record_steps, record_change = _record_steps(target, snap, spec, end, trusted)
+    record_steps, record_change = _record_steps(target, snap, spec, end, trusted, reading.record_row)
     # The undo record first (it must exist before graph.py changes), then graph.py, the pycs and RECORD.
     steps: list[PlanStep] = []
     was_undo = ABSENT if snap.undo_raw is None else sha256(snap.undo_raw)

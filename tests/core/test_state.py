@@ -252,3 +252,50 @@ def test_kind_is_decided_once_classify_by_the_bytes_facts_by_the_traces_for_a_la
     assert known.kind == kind
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     assert reading.state == name
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [(b"", "it has no row for torch/_inductor/graph.py"), (b"twice", "it has more than one row for")],
+)
+def test_a_record_without_graph_pys_one_row_is_a_damaged_install(
+    spec: PatchSpec, rows: bytes, said: str
+) -> None:
+    """RECORD's rows for graph.py are found once, when the state is named: none, or two, is a
+    damaged install (a reinstall), before any plan is made."""
+    from patcher.core.errors import LazylogError
+
+    listed = world.record_of(world.SOURCE)
+    graph_row = world.graph_row(world.SOURCE).encode()
+    rec = listed.replace(graph_row, b"") if not rows else listed + graph_row + b"\r\n"
+    snap = world.snap(world.SOURCE, rec)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    with pytest.raises(LazylogError) as raised:
+        facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert (
+        said in str(raised.value)
+        and raised.value.code == ExitCode.ENVIRONMENT
+        and raised.value.next == "reinstall"
+    )
+
+
+@pytest.mark.parametrize("name", ["patched", "pristine", "unrecorded"])
+def test_records_rows_are_found_once_for_each_file(
+    spec: PatchSpec, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Naming the state reads RECORD's rows of graph.py and of the undo record once each: the row's
+    fit, what it names (the original, the patched bytes) and the kind all read the rows found."""
+    from patcher.core import record
+
+    snap = world.states()[name][0]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    looked_up: list[str] = []
+    real = record.rows
+
+    def counting(data: bytes, path: str, base: str) -> list[record.Row]:
+        looked_up.append(path)
+        return real(data, path, base)
+
+    monkeypatch.setattr(record, "rows", counting)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert reading.state == name and sorted(looked_up) == sorted([world.ROW, world.UNDO_ROW])
