@@ -15,7 +15,7 @@ from patcher.core.classify import Known, one_edit
 from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
-from patcher.core.installed import Snapshot
+from patcher.core.installed import Pyc, Snapshot
 from patcher.core.record import Row, RowFit
 from patcher.core.report import State
 from patcher.core.spec import Kind, PatchSpec
@@ -30,10 +30,15 @@ class Reading(NamedTuple):
     known: Known
     fit: Fit  # the undo record against graph.py (patcher.core.state)
     row: RowFit  # RECORD's row for graph.py against its bytes
-    stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
+    stale: tuple[Pyc, ...]  # the target's own pycs that do not describe graph.py, judged once
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
     record_row: Row | None  # graph.py's one row in RECORD, found once (None: there is no RECORD)
     newer_undo: int | None = None  # the version of an undo record a newer torch-lazylog wrote
+
+    @property
+    def stale_unchecked(self) -> bool:
+        """An unchecked-hash pyc among the stale ones: Python runs it instead of graph.py."""
+        return any(p.mode == "unchecked-hash" for p in self.stale)
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:
@@ -117,6 +122,5 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
         raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
     names_original, names_patched = record.names(found, original), record.names(found, patched)
     name = state.name_state(kind, fit, names_original, names_patched)
-    stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
     the_row = found[0] if found else None
-    return Reading(name, known, fit, row, stale_unchecked, original, the_row, newer_undo)
+    return Reading(name, known, fit, row, tuple(snap.stale_pycs()), original, the_row, newer_undo)

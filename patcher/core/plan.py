@@ -15,7 +15,7 @@ from patcher.core import record
 from patcher.core.edits import Edit, line_edit
 from patcher.core.facts import Reading, plausible
 from patcher.core.hashes import sha256
-from patcher.core.installed import FileStat, Snapshot, Target
+from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.record import Row
 from patcher.core.report import State
 from patcher.core.spec import PatchSpec
@@ -102,11 +102,11 @@ def _act(
     return end._replace(undo=None, undo_changed=snap.undo_raw is not None)
 
 
-def _pycs(snap: Snapshot, end: End) -> list[PlanStep]:
+def _pycs(snap: Snapshot, end: End, stale: tuple[Pyc, ...]) -> list[PlanStep]:
     """A new graph.py: rebuild the target's own pycs, remove the others (their Python rebuilds
     them). The same graph.py: the same, of the target's pycs that do not describe it (the ones that
     are no pyc at all, a header no Python writes, removed)."""
-    pycs = snap.pycs if end.graph_changed else snap.stale_pycs()
+    pycs = snap.pycs if end.graph_changed else stale
     own = [p for p in pycs if p.tag == snap.own_tag and p.mode != "invalid"]
     removes = [Remove(p.path) for p in pycs if p not in own]
     return [*(Rebuild(p) for p in own), *removes]
@@ -228,7 +228,7 @@ def build(
         steps.append(
             Write(target.graph_py, end.graph, end.mode, stat.uid, stat.gid, end.mtime_ns, snap.sha256)
         )
-    pycs = _pycs(snap, end)
+    pycs = _pycs(snap, end, reading.stale)
     steps += pycs + record_steps
     undo_removed = end.undo is None and end.undo_changed
     if undo_removed:

@@ -113,7 +113,7 @@ def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) 
     rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
     if rule.code == ExitCode.REFUSED:
         raise refusal("verify", target, spec, snap, reading)
-    stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
+    stale = [str(p.path) for p in reading.stale if p.mode == "unchecked-hash"]
     texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
     message = messages.verify(reading, target, texts, rule.code == ExitCode.EAGER)
     shown = report("verify", target, snap, reading, message)
