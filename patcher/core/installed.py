@@ -41,6 +41,7 @@ class Target(NamedTuple):
     graph_py: Path
     dist_info: Path | None
     torch_version: str | None
+    dist_version: str | None  # the distribution's own version (its METADATA, read once), which an index has
     # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
     # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
     owner: str | None = None

@@ -19,7 +19,7 @@ from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report, State
 from patcher.core.spec import PatchSpec
-from patcher.install import locate, lock, snapshot
+from patcher.install import lock, snapshot
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def install_of(target: Target) -> Install:
     """What the advice to reinstall this torch needs to know."""
     return Install(
-        dist_version=locate.dist_version(target.dist_info),  # not version.py's label: an index's
+        dist_version=target.dist_version,  # not version.py's label: an index's
         vendor=vendor(target),
         installer=snapshot.installer(target),
         owner=target.owner,
@@ -46,7 +46,7 @@ def read_install(target: Target, spec: PatchSpec) -> tuple[Snapshot, Reading, Re
 
 def vendor(target: Target) -> bool:
     """A build no index has: its distribution's version is local (`+rocm...`) or not there at all."""
-    version = locate.dist_version(target.dist_info)
+    version = target.dist_version
     return version is None or "+" in version
 
 

@@ -151,7 +151,7 @@ def interpreter() -> Interpreter:
 
 def target() -> Target:
     dist = SITE / DIST
-    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, "9.0.0+cu128")
+    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, "9.0.0+cu128", "9.0.0")
 
 
 def bare_target() -> Target:
