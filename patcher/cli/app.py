@@ -212,7 +212,7 @@ def diagnose(
 @click.option(
     "--check", is_flag=True, help="Exit 1 when the table differs from the shipped one; write nothing."
 )
-@click.option("--markdown", is_flag=True, help="Print the README's supported-release table.")
+@click.option("--markdown", is_flag=True, help="Print the supported-release table of docs/releases.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result) instead of text.")
 def fingerprint(
     wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool, as_json: bool

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from patcher.core.spec import PatchSpec
     from patcher.core.steps import Done
 
-# What graph.py, the undo record and RECORD are, per state: the README's table says the same.
+# What graph.py, the undo record and RECORD are, per state: docs/states.md's table prints them.
 DESCRIPTION: dict[State, str] = {
     "pristine": "graph.py is unpatched{release}, eager",
     "patched": "graph.py is patched{release} and matches its undo record",

@@ -3,8 +3,8 @@
 Pure: no file is read here. patcher.core.facts reads a snapshot; `name_state` names the state from what it read;
 APPLY and REVERT say, for each state, what the command does to graph.py and the undo record; VERIFY,
 its exit code and what to do next: the columns of one table, a row per state. Each decision is made
-there and nowhere else; the state a run leaves is the plan's (patcher.core.plan). The README's state
-table is these, checked by a test.
+there and nowhere else; the state a run leaves is the plan's (patcher.core.plan). docs/states.md's
+state table is these, checked by a test.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def build_releases(sources: Iterable[tuple[str, bytes]], spec: PatchSpec) -> Rel
 
 
 def releases_table(releases: Releases) -> str:
-    """The README's supported-release table, rendered from the patch definition."""
+    """docs/releases.md's supported-release table, rendered from the patch definition."""
     lines = [
         "| torch | graph.py as released | `apply` does | sha256 of graph.py (first 16) |",
         "|---|---|---|---|",
