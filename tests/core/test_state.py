@@ -299,3 +299,50 @@ def test_records_rows_are_found_once_for_each_file(
     monkeypatch.setattr(record, "rows", counting)
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     assert reading.state == name and sorted(looked_up) == sorted([world.ROW, world.UNDO_ROW])
+
+
+@pytest.mark.parametrize(("name", "index"), [c for c in world.CASES if c[0].startswith("newer-")])
+def test_a_newer_tools_record_is_said_and_refused_by_the_core(spec: PatchSpec, name: str, index: int) -> None:
+    """verify names the record's version and judges graph.py alone; apply and revert refuse with
+    the core's sentence, no next step, the record left to the tool that wrote it."""
+    from patcher.core import messages
+
+    snap = world.states()[name][index]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    target = world.target()
+    named = f"({target.undo_path}: undo record version 2, where this one reads up to version 1)"
+    said = messages.verify(reading, target, [], name == "newer-eager")
+    assert named in said and "judges graph.py alone" in said and "does not describe" not in said
+    for command in ("apply", "revert"):
+        refused = messages.refusal(command, target, spec, snap, reading, vendor=False)
+        assert (refused.code, refused.state, refused.next) == (REFUSED, name, None)
+        assert named in refused.message and refused.message.endswith(f"one, to {command}")
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "vendor", "step"),
+    [
+        ("edited", 0, False, "reinstall"),
+        ("unknown", 0, False, "reinstall"),
+        ("unknown", 0, True, "fingerprint"),
+    ],
+)
+def test_a_refusal_s_sentence_and_step_come_from_the_core(
+    spec: PatchSpec, name: str, index: int, vendor: bool, step: str
+) -> None:
+    """A file changed since apply: reinstall; a release's graph.py changed: reinstall; a build no
+    index has: fingerprint it (a person's step)."""
+    from patcher.core import messages
+    from patcher.core.report import Advice
+
+    snap = world.states()[name][index]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    refused = messages.refusal("apply", world.target(), spec, snap, reading, vendor)
+    assert (refused.code, refused.state) == (REFUSED, name) and "Nothing was written" in refused.message
+    if step == "fingerprint":
+        assert isinstance(refused.next, Advice) and refused.next.text == messages.FINGERPRINT
+    else:
+        assert refused.next == step
+    assert (refused.support is None) == (name == "edited")
