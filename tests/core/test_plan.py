@@ -570,7 +570,8 @@ def test_graph_py_is_hashed_once_when_it_is_read(
     spec: PatchSpec, monkeypatch: pytest.MonkeyPatch, name: str, command: str
 ) -> None:
     """The snapshot carries graph.py's sha256: classifying, naming the state and planning the writes
-    never hash graph.py's bytes again (the write's re-read before each replace is fsio's)."""
+    never hash graph.py's bytes again (the write's re-read before each replace is fsio's); the plan
+    hashes RECORD as read once, for its write's check and the undo record alike."""
     import hashlib
 
     snap = world.states()[name][0]
@@ -585,3 +586,4 @@ def test_graph_py_is_hashed_once_when_it_is_read(
     planned = _plan(spec, snap, command)
     assert planned.steps  # the plan writes: graph.py or its undo record
     assert hashed and snap.graph not in hashed
+    assert hashed.count(snap.record or b"") == 1
