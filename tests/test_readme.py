@@ -66,9 +66,9 @@ _ACTION |= {"drop": "remove the undo record", "refuse": "refuse"}
 
 
 def _does(name: state.State, does: tuple[state.Action, ...]) -> str:
-    """An apply or revert row: what it does, its exit code (a refusal's is verify's, and its next)."""
+    """An apply or revert row: what it does, its exit code (a refusal's is 3, with verify's next)."""
     text = ", ".join(_ACTION[a] for a in does) or "nothing (RECORD and stale pycs made true)"
-    rule = state.VERIFY[name] if "refuse" in does else state.Rule()
+    rule = state.Rule(ExitCode.REFUSED, state.VERIFY[name].next) if "refuse" in does else state.Rule()
     return f"{text}; exit {int(rule.code)}" + (f", next {rule.next}" if rule.next else "")
 
 
