@@ -20,12 +20,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.diagnose import procs, stacks, waits
-from patcher.diagnose.model import Frame, Lock, Mount, ProcessFacts, Sample, Stack, Start
+from patcher.diagnose import procs, waits
+from patcher.diagnose.model import Frame, Holder, Lock, Mount, ProcessFacts, Sample, Stack, Start
+from patcher.diagnose.procs import ProcTable
 
 PROC = Path("/proc")
-# Filesystems whose files other hosts may open: a holder there is out of any local view.
-NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
 
 
 class OsLock(NamedTuple):
@@ -63,12 +62,13 @@ def parse_locks(text: str) -> list[OsLock]:
     return found
 
 
-def _identity(path: str) -> tuple[tuple[int, int], int] | None:
+def _identity(path: str) -> tuple[tuple[int, int], int, procs.Identity] | None:
+    """The file's device (major, minor) and inode as /proc/locks names them, and its identity."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino
+    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino, (st.st_dev, st.st_ino)
 
 
 def initial_pid_namespace() -> bool:
@@ -105,7 +105,7 @@ def mount_of(pid: int, path: str) -> Mount | None:
 
 
 def shared_by_hosts(mount: Mount | None) -> bool:
-    return mount is not None and mount.fstype.split(".")[0] in NETWORK
+    return mount is not None and mount.network
 
 
 def all_in_view(mount: Mount | None) -> bool:
@@ -142,25 +142,23 @@ def polling(process: ProcessFacts, samples: list[Sample]) -> list[str]:
     return found
 
 
-def waited(spy: str, process: ProcessFacts, samples: list[Sample]) -> Lock | None:
-    """The lock the process waits on, or None when it waits on none (read only when it sleeps in a
-    poll, or the kernel blocks it on an OS lock)."""
-    table = os_locks()
-    blocked = _blocked(process, samples, table)
+def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]) -> Lock | None:
+    """The lock the process waits on, or None when it waits on none (it sleeps in a poll, or the
+    kernel blocks it on an OS lock). The last sample is the one dumped with the frames' locals."""
+    blocked = _blocked(process, samples, seen, table)
     if blocked is not None:
         return blocked
     threads = polling(process, samples)
-    if not threads:
-        return None
-    try:
-        sample = stacks.dump(spy, process.pid, with_locals=True)
-    except stacks.Failed:
-        sample = samples[-1]
-    for stack in (s for s in sample if s.thread in threads and s.frames):
-        found = _baton(process, stack) or _os_lock(process, stack, table)
+    for stack in (s for s in (samples[-1] if threads else ()) if s.thread in threads and s.frames):
+        found = _baton(process, stack, seen) or _os_lock(process, stack, seen, table)
         if found is not None:
             return found
     return None
+
+
+def _holders(pids: list[int], seen: ProcTable) -> tuple[Holder, ...]:
+    found = [seen.processes[p] for p in pids if p in seen.processes]
+    return tuple(Holder(s.pid, s.command, s.state, s.wchan) for s in found)
 
 
 def _caller(process: ProcessFacts, stack: Stack) -> tuple[str, int, waits.Locals] | None:
@@ -171,7 +169,7 @@ def _caller(process: ProcessFacts, stack: Stack) -> tuple[str, int, waits.Locals
     return (source, frame.line, dict(frame.locals)) if source is not None else None
 
 
-def _baton(process: ProcessFacts, stack: Stack) -> Lock | None:
+def _baton(process: ProcessFacts, stack: Stack, seen: ProcTable) -> Lock | None:
     """A wait for a lock file to vanish (FileBaton and its copies)."""
     top = stack.frames[0]
     source = _source(process.root, top.filename)
@@ -183,10 +181,18 @@ def _baton(process: ProcessFacts, stack: Stack) -> Lock | None:
         shown = wait.path.head + waits.CUT if wait.path is not None else ""
         return Lock(shown, process.root + shown if shown else "", None, (), top, whole=False)
     read_at = process.root + path
-    holders, unread = procs.holding(path, read_at)
+    identity = _identity(read_at)
+    pids, unread = seen.holding(identity[2]) if identity else ([], 0)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
-        path, read_at, _age(read_at), holders, top, unread=unread, mount=mount, seen=all_in_view(mount)
+        path,
+        read_at,
+        _age(read_at),
+        _holders(pids, seen),
+        top,
+        unread=unread,
+        mount=mount,
+        seen=all_in_view(mount),
     )
 
 
@@ -213,29 +219,34 @@ def _strings(stack: Stack) -> Iterator[str]:
                 yield text.head
 
 
-def _os_lock(process: ProcessFacts, stack: Stack, table: list[OsLock]) -> Lock | None:
+def _os_lock(process: ProcessFacts, stack: Stack, seen: ProcTable, table: list[OsLock]) -> Lock | None:
     """A poll that tries an OS lock: a string local names a file another process holds locked."""
     for path in dict.fromkeys(_strings(stack)):
-        lock = _held(process, path, table, stack.frames[0])
+        lock = _held(process, path, seen, table, stack.frames[0])
         if lock is not None:
             return lock
     return None
 
 
-def _held(process: ProcessFacts, path: str, table: list[OsLock], waiting: Frame | None) -> Lock | None:
+def _held(
+    process: ProcessFacts, path: str, seen: ProcTable, table: list[OsLock], waiting: Frame | None
+) -> Lock | None:
     read_at = process.root + path
     identity = _identity(read_at)
-    rows = [r for r in table if (r.device, r.inode) == identity and not r.blocked and r.pid != process.pid]
+    rows = [r for r in table if identity and (r.device, r.inode) == identity[:2] and not r.blocked]
+    rows = [r for r in rows if r.pid != process.pid]
     if identity is None or not rows:
         return None
-    holders = tuple(procs.holder(pid) for pid in dict.fromkeys(r.pid for r in rows))
+    holders = _holders(list(dict.fromkeys(r.pid for r in rows)), seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
         path, read_at, _age(read_at), holders, waiting, os=rows[0].type, mount=mount, seen=all_in_view(mount)
     )
 
 
-def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) -> Lock | None:
+def _blocked(
+    process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]
+) -> Lock | None:
     """A thread the kernel blocks on an OS lock (flock or fcntl without a non-blocking flag): the
     file is one of its open files."""
     wanted = {(r.device, r.inode) for r in table if r.blocked and r.pid == process.pid}
@@ -246,21 +257,22 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
         return None
     innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
     for fd in open_fds:
-        if _identity(str(fds / fd)) in wanted:
+        identity = _identity(str(fds / fd))
+        if identity is not None and identity[:2] in wanted:
             with contextlib.suppress(OSError):
-                lock = _held(process, os.readlink(fds / fd), table, innermost)
+                lock = _held(process, os.readlink(fds / fd), seen, table, innermost)
                 if lock is not None:
                     return lock
     return None
 
 
-def start_of(process: ProcessFacts) -> Start:
+def start_of(process: ProcessFacts, seen: ProcTable) -> Start:
     """How to start it again: its own command line (a bare `python` named as the interpreter it
     runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
     ranked = process.launch.rank is not None or process.launch.job is not None
     if ranked and process.parent > 1:
-        return procs.start_of(process.parent, procs.environ(process.parent))
-    start = procs.start_of(process.pid, procs.environ(process.pid))
+        return procs.start_of(process.parent, seen)
+    start = procs.start_of(process.pid, seen)
     argv = start.argv
     if argv and not argv[0].startswith("/") and "python" in argv[0]:
         return start._replace(argv=(process.interpreter, *argv[1:]))
