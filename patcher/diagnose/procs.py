@@ -385,23 +385,6 @@ def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
-    """The processes with the file open (its name in /proc/PID/fd, as they or this tool name it), and
-    how many processes' open files could not be read."""
-    names, found, unread = {path, read_at}, [], 0
-    for pid in pids():
-        try:
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
-        except PermissionError:
-            unread += 1
-            continue
-        except OSError:
-            continue  # ended meanwhile, or an fd closed while read
-        if names & set(links):
-            found.append(holder(pid))
-    return tuple(found), unread
-
-
 def holder(pid: int) -> Holder:
     try:
         state = stat_fields(pid)[0]

@@ -109,13 +109,14 @@ def _evidence(spy: str, process: ProcessFacts, samples: list[Sample], rules: Rul
     that none matches, the lock it waits on, if any (patcher/diagnose/locks.py), and how it was
     started; and the CPU time of its tree."""
     asked = verdict.wanted(samples, rules)
-    lock = workers = start = None
+    lock = workers = start = reach = None
     if not asked and not verdict.busy(cpu) and not verdict.formats(samples):
         lock = locks.waited(spy, process, samples)
         start = locks.start_of(process) if lock is not None else None
+        reach = locks.reach_of(process) if lock is not None else None
     if "workers" in asked:
         workers = procs.workers_of(process, rules)
-    return Evidence(lock, workers, cpu, start)
+    return Evidence(lock, workers, cpu, start, reach)
 
 
 def _cpu(found: list[ProcessFacts]) -> dict[int, float]:
