@@ -68,7 +68,7 @@ def inside(namespace_of: int, *args: str) -> tuple[int, dict[str, Any]]:
 
 def children(pid: int, count: int, timeout: float = 60) -> list[int]:
     end = time.monotonic() + timeout
-    while len(found := procs.descendants(pid, procs.parents())) < count and time.monotonic() < end:
+    while len(found := procs.read().below(pid)) < count and time.monotonic() < end:
         time.sleep(0.2)
     assert len(found) >= count, found
     return found

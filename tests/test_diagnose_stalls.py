@@ -19,7 +19,7 @@ import pytest
 
 from patcher.diagnose import locks, procs, stacks
 from tests.conftest import torch_venv
-from tests.diagnosing import diagnose_json, diagnose_text, running
+from tests.diagnosing import argv, diagnose_json, diagnose_text, running
 from tests.stalling import ANSWER, READY, SCENARIO, TAG, children, in_torch, inside, printed, reaches
 
 pytestmark = [pytest.mark.e2e]
@@ -215,7 +215,7 @@ def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_to
     python = torch_venv("2.10.0") / "bin" / "python"
     with in_torch(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
         ranks = children(launcher.pid, 2)
-        by_rank = {procs.command_line(pid)[-1]: pid for pid in ranks}
+        by_rank = {argv(pid)[-1]: pid for pid in ranks}
         waiting, odd = by_rank["0"], by_rank["1"]
         reaches(waiting, "barrier", "torch/distributed/distributed_c10d.py")
         reaches(odd, "hold_back", "stalls.py")
@@ -262,7 +262,7 @@ def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_to
 
 def _carrying(parent: int) -> list[int]:
     """Live processes whose command line carries --parent=PARENT (the sidecar and its workers)."""
-    return [p for p in procs.pids() if f"--parent={parent}" in procs.command_line(p) and not procs.gone(p)]
+    return [p for p in procs.read().processes if f"--parent={parent}" in argv(p) and not procs.gone(p)]
 
 
 def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: Path) -> None:
@@ -343,8 +343,8 @@ def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_withou
     ) as main:
         try:
             sidecar = int(printed(tmp_path, "fx", "sidecar ").split("sidecar ", 1)[1].split()[0])
-            left = procs.descendants(sidecar, procs.parents())  # its spawned worker and resource tracker
-            assert left and all("--parent=" not in procs.command_line(p) for p in left)
+            left = procs.read().below(sidecar)  # its spawned worker and resource tracker
+            assert left and all("--parent=" not in argv(p) for p in left)
             os.kill(sidecar, 9)
             go.touch()
             reaches(main.pid, *wait)
@@ -364,11 +364,7 @@ def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_withou
             with running(["bash", "-c", step], tmp_path, "again") as again:
                 shown = printed(tmp_path, "again", done, timeout=600)
                 assert "no sidecar" in shown and main.wait(timeout=30) == -15, shown
-                assert not [
-                    p
-                    for p in procs.descendants(again.pid, procs.parents())
-                    if "compile_worker" in " ".join(procs.command_line(p))
-                ]
+                assert not [p for p in procs.read().below(again.pid) if "compile_worker" in " ".join(argv(p))]
         finally:
             for pid in left:
                 with suppress(ProcessLookupError):

@@ -15,6 +15,7 @@ import pytest
 from patcher.diagnose import locks, procs, waits
 from patcher.diagnose.model import Mount, ProcessFacts
 from tests.conftest import torch_venv
+from tests.diagnosing import argv
 
 
 def _torch_source(name: str) -> str:
@@ -136,9 +137,10 @@ def test_a_files_mount_is_the_longest_mount_point_over_it() -> None:
     assert root is not None and root.point == "/"
 
 
-def _facts(pid: int, interpreter: str) -> ProcessFacts:
-    return ProcessFacts(pid, " ".join(procs.command_line(pid)), interpreter, 0.0, "", None, None, False,
-                        None, None, True, procs.parent_of(pid), procs.launch_of(procs.environ(pid)))  # fmt: skip
+def _facts(pid: int, interpreter: str, table: procs.ProcTable) -> ProcessFacts:
+    seen = table.processes[pid]
+    return ProcessFacts(pid, seen.command, interpreter, 0.0, "", None, None, False,
+                        None, None, True, seen.parent, procs.launch_of(seen.env))  # fmt: skip
 
 
 @pytest.mark.parametrize("rank", [pytest.param(None, id="a-server"), pytest.param("1", id="a-rank")])
@@ -151,9 +153,10 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
                              stdout=subprocess.PIPE, env=env | ({"RANK": rank, "WORLD_SIZE": "2"} if rank else {}))  # fmt: skip
     try:
         assert child.stdout is not None and child.stdout.readline() == b"\n"
-        start = locks.start_of(_facts(child.pid, sys.executable))
+        table = procs.read()
+        start = locks.start_of(_facts(child.pid, sys.executable, table), table)
         if rank:
-            assert (start.pid, start.argv) == (os.getpid(), tuple(procs.command_line(os.getpid())))
+            assert (start.pid, start.argv) == (os.getpid(), tuple(argv(os.getpid())))
         else:
             assert (start.pid, start.cwd) == (child.pid, str(tmp_path))
             assert start.argv == (sys.executable, "-c", code)  # found on PATH: its PATH goes along

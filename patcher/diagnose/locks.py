@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.diagnose import procs, stacks, waits
+from patcher.diagnose import procs, waits
 from patcher.diagnose.model import (
     Frame,
     Holder,
@@ -41,10 +41,9 @@ from patcher.diagnose.model import (
     Stack,
     Start,
 )
+from patcher.diagnose.procs import ProcTable
 
 PROC = Path("/proc")
-# Filesystems whose files other hosts may open: a holder there is out of any local view.
-NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
 
 
 class KnownWait(NamedTuple):
@@ -110,12 +109,13 @@ def parse_locks(text: str) -> list[OsLock]:
     return found
 
 
-def _identity(path: str) -> tuple[tuple[int, int], int] | None:
+def _identity(path: str) -> tuple[tuple[int, int], int, procs.Identity] | None:
+    """The file's device (major, minor) and inode as /proc/locks names them, and its identity."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino
+    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino, (st.st_dev, st.st_ino)
 
 
 def initial_pid_namespace() -> bool:
@@ -152,7 +152,7 @@ def mount_of(pid: int, path: str) -> Mount | None:
 
 
 def shared_by_hosts(mount: Mount | None) -> bool:
-    return mount is not None and mount.fstype.split(".")[0] in NETWORK
+    return mount is not None and mount.network
 
 
 def all_in_view(mount: Mount | None) -> bool:
@@ -189,29 +189,27 @@ def polling(process: ProcessFacts, samples: list[Sample]) -> list[str]:
     return found
 
 
-def waited(spy: str, process: ProcessFacts, samples: list[Sample]) -> Lock | None:
-    """The lock the process waits on, or None when it waits on none (read only when it sleeps in a
-    poll, or the kernel blocks it on an OS lock)."""
-    table = os_locks()
-    blocked = _blocked(process, samples, table)
+def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]) -> Lock | None:
+    """The lock the process waits on, or None when it waits on none (it sleeps in a poll, or the
+    kernel blocks it on an OS lock). The last sample is the one dumped with the frames' locals."""
+    blocked = _blocked(process, samples, seen, table)
     if blocked is not None:
         return blocked
     threads = polling(process, samples)
-    if not threads:
-        return None
-    try:
-        sample = stacks.dump(spy, process.pid, with_locals=True)
-    except stacks.Failed:
-        sample = samples[-1]
-    for stack in (s for s in sample if s.thread in threads and s.frames):
+    for stack in (s for s in (samples[-1] if threads else ()) if s.thread in threads and s.frames):
         found = (
-            _known(process, stack, table)
-            or _vanishing(process, stack, None)
-            or _os_lock(process, stack, table)
+            _known(process, stack, seen, table)
+            or _vanishing(process, stack, seen, None)
+            or _os_lock(process, stack, seen, table)
         )
         if found is not None:
             return found
     return None
+
+
+def _holders(pids: list[int], seen: ProcTable) -> tuple[Holder, ...]:
+    found = [seen.processes[p] for p in pids if p in seen.processes]
+    return tuple(Holder(s.pid, s.command, s.state, s.wchan) for s in found)
 
 
 def _caller(process: ProcessFacts, stack: Stack) -> tuple[str, int, waits.Locals] | None:
@@ -239,7 +237,7 @@ def protocol_of(stack: Stack) -> tuple[KnownWait, Frame] | None:
     return None
 
 
-def _known(process: ProcessFacts, stack: Stack, table: list[OsLock]) -> Lock | None:
+def _known(process: ProcessFacts, stack: Stack, seen: ProcTable, table: list[OsLock]) -> Lock | None:
     """A wait whose frames name its protocol: a FileBaton's (its path as the loop's test names it),
     or filelock's (the path a string local of its acquire loop holds)."""
     found = protocol_of(stack)
@@ -247,16 +245,18 @@ def _known(process: ProcessFacts, stack: Stack, table: list[OsLock]) -> Lock | N
         return None
     known, frame = found
     if known.protocol == "baton":
-        return _vanishing(process, stack, "baton")
+        return _vanishing(process, stack, seen, "baton")
     path = next(_strings((frame,)), None)
     if path is None:
         return Lock(known.protocol, "", "", None, (), stack.frames[0], whole=False)
     if known.protocol == "kernel":
-        return _held(process, path, table, stack.frames[0], needs_row=False)
-    return _file(process, path, known.protocol, stack.frames[0])
+        return _held(process, path, seen, table, stack.frames[0], needs_row=False)
+    return _file(process, path, known.protocol, stack.frames[0], seen)
 
 
-def _vanishing(process: ProcessFacts, stack: Stack, protocol: Protocol | None) -> Lock | None:
+def _vanishing(
+    process: ProcessFacts, stack: Stack, seen: ProcTable, protocol: Protocol | None
+) -> Lock | None:
     """A wait for a file to vanish: FileBaton's protocol (named, or its code's shape: a class that
     keeps a file it created exclusively), else a marker of unknown protocol."""
     top = stack.frames[0]
@@ -269,47 +269,21 @@ def _vanishing(process: ProcessFacts, stack: Stack, protocol: Protocol | None) -
     if path is None:
         shown = wait.path.head + waits.CUT if wait.path is not None else ""
         return Lock(protocol, shown, process.root + shown if shown else "", None, (), top, whole=False)
-    return _file(process, path, protocol, top)
+    return _file(process, path, protocol, top, seen)
 
 
-def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame) -> Lock:
-    """A lock file and the processes that hold it open (by its identity)."""
+def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame, seen: ProcTable) -> Lock:
+    """A lock file and the processes that hold it open: an fd whose `os.stat` is the file's device
+    and inode, by whatever path they opened it (never the path's text)."""
     read_at = process.root + path
-    holders, unread = holding(read_at)
+    identity = _identity(read_at)
+    pids, unread = seen.holding(identity[2]) if identity else ([], 0)
+    holders = _holders(pids, seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
         protocol, path, read_at, _age(read_at), holders, waiting, unread=unread, mount=mount,
         seen=all_in_view(mount), owner=_owner(read_at),
     )  # fmt: skip
-
-
-def holding(read_at: str) -> tuple[tuple[Holder, ...], int]:
-    """The processes with the file open (an fd whose `os.stat` is the file's device and inode, by
-    whatever path they opened it), and how many processes' open files could not be read."""
-    try:
-        st = os.stat(read_at)
-    except OSError:
-        return (), 0
-    found, unread = [], 0
-    for pid in procs.pids():
-        try:
-            fds = os.listdir(PROC / str(pid) / "fd")
-        except PermissionError:
-            unread += 1
-            continue
-        except OSError:
-            continue  # ended meanwhile
-        if any(_same(PROC / str(pid) / "fd" / fd, st) for fd in fds):
-            found.append(procs.holder(pid))
-    return tuple(found), unread
-
-
-def _same(fd: Path, st: os.stat_result) -> bool:
-    try:
-        opened = os.stat(fd)  # the open file itself, from any namespace
-    except OSError:
-        return False  # closed meanwhile
-    return (opened.st_dev, opened.st_ino) == (st.st_dev, st.st_ino)
 
 
 def _owner(read_at: str) -> str:
@@ -346,26 +320,32 @@ def _strings(frames: tuple[Frame, ...]) -> Iterator[str]:
                 yield text.head
 
 
-def _os_lock(process: ProcessFacts, stack: Stack, table: list[OsLock]) -> Lock | None:
+def _os_lock(process: ProcessFacts, stack: Stack, seen: ProcTable, table: list[OsLock]) -> Lock | None:
     """A poll that tries an OS lock: a string local names a file another process holds locked."""
     for path in dict.fromkeys(_strings(stack.frames)):
-        lock = _held(process, path, table, stack.frames[0], needs_row=True)
+        lock = _held(process, path, seen, table, stack.frames[0], needs_row=True)
         if lock is not None:
             return lock
     return None
 
 
 def _held(
-    process: ProcessFacts, path: str, table: list[OsLock], waiting: Frame | None, needs_row: bool
+    process: ProcessFacts,
+    path: str,
+    seen: ProcTable,
+    table: list[OsLock],
+    waiting: Frame | None,
+    needs_row: bool,
 ) -> Lock | None:
     """An OS lock on `path` and its holders in /proc/locks (which leaves out the holders outside this
     PID namespace: none there proves nothing)."""
     read_at = process.root + path
     identity = _identity(read_at)
-    rows = [r for r in table if (r.device, r.inode) == identity and not r.blocked and r.pid != process.pid]
+    rows = [r for r in table if identity and (r.device, r.inode) == identity[:2] and not r.blocked]
+    rows = [r for r in rows if r.pid != process.pid]
     if needs_row and (identity is None or not rows):
         return None
-    holders = tuple(procs.holder(pid) for pid in dict.fromkeys(r.pid for r in rows))
+    holders = _holders(list(dict.fromkeys(r.pid for r in rows)), seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
         "kernel", path, read_at, _age(read_at), holders, waiting, os=rows[0].type if rows else "",
@@ -373,7 +353,9 @@ def _held(
     )  # fmt: skip
 
 
-def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) -> Lock | None:
+def _blocked(
+    process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]
+) -> Lock | None:
     """A thread the kernel blocks on an OS lock (flock or fcntl without a non-blocking flag): the
     file is one of its open files."""
     wanted = {(r.device, r.inode) for r in table if r.blocked and r.pid == process.pid}
@@ -384,9 +366,10 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
         return None
     innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
     for fd in open_fds:
-        if _identity(str(fds / fd)) in wanted:
+        identity = _identity(str(fds / fd))
+        if identity is not None and identity[:2] in wanted:
             with contextlib.suppress(OSError):
-                lock = _held(process, os.readlink(fds / fd), table, innermost, needs_row=True)
+                lock = _held(process, os.readlink(fds / fd), seen, table, innermost, needs_row=True)
                 if lock is not None:
                     return lock
     return None
@@ -395,11 +378,11 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
 CAP_SYS_ADMIN = 21  # its bit in /proc/PID/status's CapEff: what `nsenter --mount` needs
 
 
-def reach_of(process: ProcessFacts) -> Reach:
+def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
     """What diagnose can do where it runs towards the process: whether it shares its mounts, may
     enter them, sees it as its own PID namespace's PID 1; and the container or pod it is, when its
     cgroup or its runtime's files say."""
-    env = procs.environ(process.pid)
+    env = seen.processes[process.pid].env if process.pid in seen.processes else {}
     hostname = _read(process.root + "/etc/hostname").strip() or env.get("HOSTNAME", "")
     docker = re.search(r"docker[-/]([0-9a-f]{64})", _read(f"/proc/{process.pid}/cgroup"))
     container = docker[1][:12] if docker else None
@@ -410,7 +393,14 @@ def reach_of(process: ProcessFacts) -> Reach:
     ):
         container = hostname  # Docker names a container's host after its ID unless told otherwise
     pod = hostname if "KUBERNETES_SERVICE_HOST" in env and hostname else None
-    return Reach(not process.container, _capable(CAP_SYS_ADMIN), process.pid == 1, container, pod)
+    return Reach(
+        not process.container,
+        _capable(CAP_SYS_ADMIN),
+        process.pid == 1,
+        not initial_pid_namespace(),
+        container,
+        pod,
+    )
 
 
 def _read(path: str) -> str:
@@ -426,13 +416,13 @@ def _capable(bit: int) -> bool:
     return bool(int(mask, 16) >> bit & 1)
 
 
-def start_of(process: ProcessFacts) -> Start:
+def start_of(process: ProcessFacts, seen: ProcTable) -> Start:
     """How to start it again: its own command line (a bare `python` named as the interpreter it
     runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
     ranked = process.launch.rank is not None or process.launch.job is not None
     if ranked and process.parent > 1:
-        return procs.start_of(process.parent, procs.environ(process.parent))
-    start = procs.start_of(process.pid, procs.environ(process.pid))
+        return procs.start_of(process.parent, seen)
+    start = procs.start_of(process.pid, seen)
     argv = start.argv
     if argv and not argv[0].startswith("/") and "python" in argv[0]:
         return start._replace(argv=(process.interpreter, *argv[1:]))
