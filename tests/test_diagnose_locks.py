@@ -5,14 +5,19 @@ the reader's PID namespace. Each printed step is followed as printed."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import torch_venv
+from patcher.diagnose import stacks
+from tests import images, realdata
+from tests.conftest import need, need_image, torch_venv
 from tests.diagnosing import diagnose_json, running
 from tests.stalling import ANSWER, SCENARIO, TAG, children, in_torch, inside, printed, reaches
 
@@ -142,3 +147,68 @@ def test_an_os_lock_held_outside_the_readers_pid_namespace_is_named(tmp_path: Pa
             assert entry["evidence"]["lock"]["protocol"] == "kernel"
             assert report["next"] is None and "rm " not in said
             assert holder.poll() is None and shell.poll() is None and os.path.exists(lock)
+
+
+def _debugging(target: str, checkout: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """`command` in a debug container that shares only the target's PID namespace (`docker run
+    --pid=container:X --cap-add SYS_PTRACE`, as `kubectl debug --target` makes one): its own mounts,
+    Docker's default capabilities (no CAP_SYS_ADMIN), this checkout's diagnose on the image's Python
+    with the tool's dependencies and py-spy mounted in."""
+    minor = images.rocm_python_minor()
+    deps = realdata.deps_venv(images.interpreter(minor)) / "lib" / f"python{minor}" / "site-packages"
+    return images.docker(
+        "run", "--rm", f"--pid=container:{target}", "--cap-add", "SYS_PTRACE",
+        "-v", f"{checkout}:/src:ro", "-v", f"{deps}:/deps:ro", "-v", f"{stacks.find()}:/usr/local/bin/py-spy:ro",
+        "-e", "PYTHONPATH=/src:/deps", "-w", "/src", need_image(images.rocm_base), *command, timeout=300,
+    )  # fmt: skip
+
+
+def _logged(name: str, text: str, count: int, timeout: float = 180) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if images.docker("logs", name, timeout=60).stdout.count(text) >= count:
+            return
+        time.sleep(0.5)
+    pytest.fail(
+        f"container {name} never printed {text!r} {count} times: {images.docker('logs', name).stdout}"
+    )
+
+
+@pytest.mark.image
+def test_a_stale_lock_read_from_a_debug_container_gets_a_step_that_runs_there(tmp_path: Path) -> None:
+    """The server is its container's PID 1, waiting in torch's FileBaton.wait on a lock a killed
+    build left in the container's own root; diagnose runs in a debug container that shares only its
+    PID namespace. `nsenter --mount` would fail there (no CAP_SYS_ADMIN) and `kill -KILL 1` is dropped:
+    the step removes the lock through /proc/1/root, and the sentence gives the restart to run from the
+    host (`docker restart ID`, the ID its hostname says). Both, run as printed, get it to take the lock."""
+    need(images.engine)
+    image = need_image(images.rocm_base)
+    checkout = Path(__file__).resolve().parent.parent
+    name = f"torch-lazylog-locks-{os.getpid()}"
+    created = images.docker(
+        "create", "--name", name, "-v", f"{SCENARIO.parent}:/scenario:ro", image,
+        "/opt/venv/bin/python", "/scenario/stalls.py", TAG, "baton", "/gate/lock",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    try:
+        (tmp_path / "gate").mkdir()
+        (tmp_path / "gate" / "lock").touch()  # a build killed midway left it
+        assert images.docker("cp", str(tmp_path / "gate"), f"{name}:/gate").returncode == 0
+        assert images.docker("start", name).returncode == 0
+        _logged(name, "waiting", 1)
+        pid = int(images.docker("inspect", "-f", "{{.State.Pid}}", name).stdout)
+        reaches(pid, "wait", "torch/utils/file_baton.py")
+        done = _debugging(name, checkout, "/opt/venv/bin/python", "-m", "patcher", "diagnose", "1", "--json")
+        report: dict[str, Any] = json.loads(done.stdout)
+        (entry,) = report["processes"]
+        assert done.returncode == 6 and entry["finding"] == "jit-lock-stale", (done.stderr, entry)
+        assert entry["next"] == "rm -- /proc/1/root/gate/lock", entry
+        host = images.docker("inspect", "-f", "{{.Config.Hostname}}", name).stdout.strip()
+        said = entry["message"]
+        assert f"from the host, restart its container with `docker restart {host}`" in said, said
+        assert "kill" not in entry["next"] and "nsenter" not in said
+        assert _debugging(name, checkout, "sh", "-c", entry["next"]).returncode == 0
+        assert images.docker("restart", host).returncode == 0
+        _logged(name, "acquired", 1)
+    finally:
+        images.docker("rm", "-f", name)

@@ -13,6 +13,8 @@ this checkout); TAG is an argument only, so a test can find its processes.
   flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
   flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
   flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
+  baton LOCK      torch's FileBaton takes LOCK and keeps it, printing `acquired`; while LOCK is there,
+                  prints `waiting` and waits in FileBaton.wait (then ends, as torch's waiter does)
   mark FILE       creates FILE and closes it (a download or warm-up marker), prints `marked`, lives on
   marker FILE     with torch loaded, waits in a `while os.path.exists(FILE)` loop (no lock protocol)
   soft LOCK       with torch loaded, filelock's SoftFileLock takes LOCK (waiting while another holds
@@ -93,6 +95,17 @@ def flock_blocked(path: str) -> None:
         print("waiting", flush=True)
         fcntl.flock(file, fcntl.LOCK_EX)
         print("held", flush=True)
+
+
+def baton(path: str) -> None:
+    from torch.utils.file_baton import FileBaton
+
+    taken = FileBaton(path)
+    if taken.try_acquire():
+        print("acquired", flush=True)
+        time.sleep(3600)
+    print("waiting", flush=True)
+    taken.wait()
 
 
 def mark(path: str) -> None:
@@ -282,6 +295,8 @@ def main(argv: list[str]) -> int:
         flock_blocked(args[0])
     elif what in ("flock", "flocked"):
         flock(args[0], wait=what == "flocked")
+    elif what == "baton":
+        baton(args[0])
     elif what == "mark":
         mark(args[0])
     elif what == "marker":
