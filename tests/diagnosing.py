@@ -18,7 +18,7 @@ import pytest
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
 from patcher.diagnose import findings, procs, render, verdict
-from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Start, TorchFacts, Unreadable, Workers
+from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Reach, Start, TorchFacts, Unreadable, Workers
 
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
 RULES = findings.load()
@@ -26,7 +26,11 @@ WORDS = render.Words(
     RULES, "torch-lazylog", "py-spy", "root-ptrace"
 )  # the console script, py-spy on PATH, root
 NO_LAUNCH = Launch(None, None, None, None, None)  # started by hand: no launcher's variables
-NOTHING_READ = Evidence(None, None, None, None, ())
+NOTHING_READ = Evidence(None, None, None, None, (), None)
+# diagnose on the host, as root: the process shares its mounts, or may have them entered
+ON_THE_HOST = Reach(
+    same_mounts=True, mount_rights=True, pid_one_here=False, own_pid_namespace=False, container=None, pod=None
+)
 
 
 def evidence(
@@ -34,9 +38,11 @@ def evidence(
     workers: Workers | None = None,
     cpu: Cpu | None = None,
     start: Start | None = None,
+    reach: Reach | None = None,
 ) -> Evidence:
-    """What diagnose read besides the stacks, naming only what a test gives."""
-    return Evidence(lock, workers, cpu, start, ())
+    """What diagnose read besides the stacks, naming only what a test gives (a lock's reach: from
+    the host, unless given)."""
+    return Evidence(lock, workers, cpu, start, (), reach or (ON_THE_HOST if lock else None))
 
 
 def report(

@@ -25,6 +25,7 @@ from patcher.diagnose.model import (
     Lock,
     Mount,
     ProcessFacts,
+    Reach,
     Sample,
     Stack,
     Start,
@@ -82,10 +83,10 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     assert headings == ids  # in the order the engine walks them
 
 
-def _lock(*fields: Any, **changes: Any) -> Lock:
-    """A lock the recorded waiter waits on, in its FileBaton.wait (as procs reads it)."""
+def _lock(*fields: Any, protocol: str = "baton", **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as locks reads it)."""
     waiting = _recorded("jit-lock-wait")[0].frames[0]
-    return Lock(*fields, **({"waiting": waiting} | changes))
+    return Lock(protocol, *fields, **({"waiting": waiting} | changes))  # type: ignore[arg-type]
 
 
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
@@ -131,9 +132,21 @@ START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000
         pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
         pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
         pytest.param(
-            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK"),
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK",
+                  protocol="kernel"),
             "os-lock-held", None, id="flock",
         ),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="kernel"), "os-lock-unseen", None, id="flock-unseen"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="marker"), "marker-wait", None, id="marker"),
+        pytest.param(
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python warm.py", "S", "do_sys_poll"),), protocol="marker"),
+            "marker-wait", None, id="marker-held",
+        ),
+        pytest.param(_lock("", "", None, (), whole=False, protocol="marker"), "marker-wait", None,
+                     id="marker-unknown"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft"), "soft-lock-stale", f"rm -- {LOCK}", id="soft"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft", seen=False, mount=NFS), "jit-lock-unseen", None,
+                     id="soft-nfs"),
     ],
 )  # fmt: skip
 def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
@@ -147,6 +160,10 @@ def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step:
         assert "rm " not in said and "Patch the torch" not in said and "Do not remove" in said
     if kind == "jit-lock-stale":
         assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said and "ImportError" in said
+    if kind == "marker-wait":
+        assert "cannot tell whether its maker lives" in said and "Do not remove it" in said
+    if kind == "os-lock-unseen":
+        assert "whose holder is not in view" in said and "never left behind" in said
     if kind == "jit-lock-unseen":
         assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
         assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said
@@ -164,17 +181,63 @@ def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started()
     assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank, WORDS)
     read_at = f"/proc/4242/root{LOCK}"
     boxed = _judged(
-        "jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START), root="/proc/4242/root"
+        "jit-lock-wait",
+        evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START, reach=MAY_ENTER),
+        root="/proc/4242/root",
     )
     # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
     assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
-    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True)),
-                   root="/proc/4242/root")  # fmt: skip
+    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True),
+                                             reach=MAY_ENTER), root="/proc/4242/root")  # fmt: skip
     # a container's main process is its PID 1: SIGTERM without a handler is dropped
     assert (
         render.next_step(main, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill -KILL 4242"
     )
     assert "its container: start the container again" in render.paragraph(boxed, WORDS)
+
+
+MAY_ENTER = Reach(
+    same_mounts=False,
+    mount_rights=True,
+    pid_one_here=False,
+    own_pid_namespace=False,
+    container=None,
+    pod=None,
+)
+# a debug container sharing only the process's PID namespace, without CAP_SYS_ADMIN
+DEBUG = Reach(
+    same_mounts=False, mount_rights=False, pid_one_here=True, own_pid_namespace=True, container=None, pod=None
+)
+
+
+@pytest.mark.parametrize(
+    ("reach", "init", "step", "said"),
+    [
+        pytest.param(DEBUG, True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "do not say which container it is", id="debug-container-unknown"),
+        pytest.param(DEBUG._replace(container="3f2a9c1b7d4e"), True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "from the host, restart its container with `docker restart 3f2a9c1b7d4e`", id="debug-docker"),
+        pytest.param(DEBUG._replace(pod="web-7d4b9"), True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "`kubectl delete pod web-7d4b9`", id="debug-pod"),
+        pytest.param(MAY_ENTER._replace(container="3f2a9c1b7d4e"), True,
+                     "nsenter --target=1 --mount -- rm -- /tmp/run/ext/x/lock && docker restart 3f2a9c1b7d4e",
+                     "its container: start the container again", id="host-docker"),
+        pytest.param(DEBUG._replace(pid_one_here=False), False, "rm -- /proc/1/root/tmp/run/ext/x/lock && kill 1",
+                     "its container: start the container again", id="debug-not-init"),
+    ],
+)  # fmt: skip
+def test_a_stale_lock_step_runs_where_diagnose_runs(reach: Reach, init: bool, step: str, said: str) -> None:
+    """Never `kill -KILL 1` from inside a PID namespace (dropped), never `nsenter --mount` without
+    CAP_SYS_ADMIN (EPERM): the lock through /proc/PID/root, the restart by the container's runtime."""
+    read_at = f"/proc/1/root{LOCK}"
+    lock = _lock(LOCK, read_at, 5.0, ())
+    d = _judged("jit-lock-wait", evidence(lock=lock, start=START._replace(pid=1, init=init), reach=reach),
+                root="/proc/1/root", pid=1)  # fmt: skip
+    assert render.next_step(d, WORDS) == step
+    assert said in render.paragraph(d, WORDS)
+    soft = _judged("jit-lock-wait", evidence(lock=lock._replace(protocol="soft"), reach=reach), root="/proc/1/root",
+                   pid=1)  # fmt: skip
+    assert render.next_step(soft, WORDS) == step.split(" && ")[0]
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
@@ -542,11 +605,14 @@ def _defaults(tree: ast.Module) -> list[str]:
 
 # Each default diagnose/ keeps, and the product's call that leaves it out (none is there for tests).
 USED_BY_THE_PRODUCT = {
-    "Lock.whole": "locks._baton and locks._held: a path read whole",
-    "Lock.unread": "locks._baton: no path, nothing read; locks._held: /proc/locks names the holder",
-    "Lock.os": "locks._baton: a lock file, no OS lock",
-    "Lock.mount": "locks._baton: a path py-spy cut short, on no mount read",
-    "Lock.seen": "locks._baton: a path cut short, never judged stale",
+    "Lock.whole": "locks._file and locks._held: a path read whole",
+    "Lock.unread": "locks._vanishing: no path, nothing read; locks._held: /proc/locks names the holder",
+    "Lock.os": "locks._file: a lock file, no OS lock",
+    "Lock.owner": "locks._known and locks._vanishing: no path, no file to own",
+    "Lock.mount": "locks._vanishing: a path py-spy cut short, on no mount read",
+    "Lock.seen": "locks._vanishing: a path cut short, never judged stale",
+    "KnownWait.classes": "locks.PROTOCOLS: a FileBaton's frames, whatever object waits",
+    "evaluate.resolve": "waits._Object.arguments: a caller's argument, named by its locals alone",
     "Path.cut": "waits.string: a string py-spy showed whole",
     "Path.tail": "waits.string: nothing joined after it",
     "Finding.id": "verdict.finding_of: set from the rule once judged",

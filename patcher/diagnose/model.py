@@ -81,7 +81,8 @@ class TorchFacts(NamedTuple):
 
 FindingKind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
-    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "marker-wait", "soft-lock-stale",
+    "os-lock-held", "os-lock-unseen",
     "compile-workers-gone", "compile-workers-gone-writing", "ranks-out-of-step",
     "ranks-waiting-for-progress", "in-collective", "rank-absent", "rank-awaited", "moving",
 ]  # fmt: skip
@@ -125,7 +126,16 @@ class Mount(NamedTuple):
         return self.fstype.split(".")[0] in NETWORK
 
 
+# How a waited file is locked, which decides what proves its holder alive (patcher/diagnose/locks.py):
+# baton: torch's FileBaton and its copies, created exclusively and kept open until removed;
+# soft: filelock's SoftFileLock, the same; kernel: an flock or fcntl lock (filelock's FileLock, torch
+# 2.14's), released by the kernel when its holder ends; marker: a loop waiting for a file to vanish,
+# whose maker may have closed it (no protocol known: nobody holding it open proves nothing).
+Protocol = Literal["baton", "soft", "kernel", "marker"]
+
+
 class Lock(NamedTuple):
+    protocol: Protocol
     path: str  # as the process names it ('' when no frame's locals name it)
     read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
     age: float | None  # seconds since it was created; None when no such file
@@ -133,11 +143,23 @@ class Lock(NamedTuple):
     waiting: Frame | None  # the loop that waits (FileBaton.wait, filelock's poll; None: none read)
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
     unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
-    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for a lock file that must vanish
+    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for none there (or no OS lock)
+    owner: str = ""  # the file's owner (user name, else uid), for a marker
     mount: Mount | None = None
     # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
     # the lock is on its container's own root; and it is not on a network or cluster filesystem.
     seen: bool = True
+
+
+class Reach(NamedTuple):
+    """What diagnose can do where it runs, towards a process: for a step that works there."""
+
+    same_mounts: bool  # it shares the process's mount namespace: the process's paths are its own
+    mount_rights: bool  # CAP_SYS_ADMIN in effect: `nsenter --mount` may enter the process's
+    pid_one_here: bool  # the process is PID 1 of diagnose's own PID namespace (a signal to it is dropped)
+    own_pid_namespace: bool  # diagnose runs in a PID namespace of its own: processes outside are not in view
+    container: str | None  # `docker restart NAME` names it (a Docker container's ID, from its cgroup)
+    pod: str | None  # `kubectl delete pod NAME` (a Kubernetes pod, from its cgroup and hostname)
 
 
 class Start(NamedTuple):
@@ -177,6 +199,7 @@ class Evidence(NamedTuple):
     cpu: Cpu | None
     start: Start | None  # how the process waiting on a lock was started, for a step that restarts it
     children: tuple[int, ...]  # processes it started that are read as part of it, not on their own
+    reach: Reach | None  # what diagnose can do towards the process waiting on a lock
 
 
 class Peer(NamedTuple):

@@ -206,35 +206,122 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
     of a restart (stop, start: the process's own command line, directory and variables)."""
     lock, start = d.finding.evidence.lock, d.finding.evidence.start
     job = start is not None and start.pid != d.process.pid
+    holders = ", ".join(map(_holder, lock.holders)) if lock else "?"
     return {
         "lock": (lock.path or "(no path)") if lock else "?",
+        "what": "filelock's SoftFileLock" if lock and lock.protocol == "soft" else "the JIT build lock",
         "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
         "age": _age(lock.age if lock else None),
+        "owner": (lock.owner or "?") if lock else "?",
         "unread": _unread(lock.unread, lock.read_at) if lock else "",
-        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        "holders": holders,
+        "open_by": f"is held open by {holders}" if lock and lock.holders else "no process holds it open",
         "os_lock": lock.os if lock and lock.os else "?",
+        "os_hidden": _os_hidden(d),
         "unseen": _unseen(d),
         "check": _check(d),
+        "os_check": _os_check(d),
         "stop_and_remove": _stop_and_remove(d),
+        "remove": _remove(d),
+        "where_step": _where_step(d),
         "start": _start(d),
-        "again": (f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else "")
-        + (" (its container: start the container again once it has stopped)" if d.process.container else ""),
+        "again": _again(d, job),
     }
 
 
-def _stop_and_remove(d: Diagnosed) -> str:
-    """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
-    first (its root is gone from /proc once it has ended), then the process stopped: with SIGKILL
-    when it is its namespace's PID 1, which drops a SIGTERM it has no handler for."""
-    lock, start = d.finding.evidence.lock, d.finding.evidence.start
-    kill = (
-        f"kill -KILL {start.pid}" if start and start.init else f"kill {start.pid if start else d.process.pid}"
-    )
+def _remove(d: Diagnosed) -> str:
+    """`rm -- LOCK`, where diagnose runs: in the process's mount namespace when it shares it or may
+    enter it (CAP_SYS_ADMIN); else through /proc/PID/root, which needs only the rights to read it."""
+    lock, reach = d.finding.evidence.lock, d.finding.evidence.reach
     if lock is None:
-        return kill
+        return "?"
+    if reach is None or reach.same_mounts:
+        return f"rm -- {shlex.quote(lock.read_at)}"
+    if reach.mount_rights:
+        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)}"
+    return f"rm -- {shlex.quote(lock.read_at)}"
+
+
+def _restart_by_runtime(d: Diagnosed) -> str | None:
+    """A container's main process (its PID namespace's PID 1) is restarted by its runtime or its
+    orchestrator, from where they run: named when its cgroup or hostname says which it is."""
+    reach = d.finding.evidence.reach
+    if reach is None:
+        return None
+    if reach.container:
+        return f"docker restart {reach.container}"
+    if reach.pod:
+        return f"kubectl delete pod {reach.pod}"
+    return None
+
+
+def _stop_and_remove(d: Diagnosed) -> str:
+    """`kill PID && rm -- LOCK`; for a process in another mount namespace, the lock removed first
+    (its root is gone from /proc once it has ended), then the process stopped. A PID namespace's PID
+    1 drops a SIGTERM it has no handler for: from outside its namespace it is stopped with SIGKILL,
+    or restarted by its runtime when diagnose knows which; from inside, a signal to it is dropped
+    and the restart is the runtime's, named in the sentence (`_where_step`)."""
+    lock, start, reach = d.finding.evidence.lock, d.finding.evidence.start, d.finding.evidence.reach
+    pid = start.pid if start else d.process.pid
+    init = start is not None and start.init
+    runtime = _restart_by_runtime(d) if init else None
+    here = reach is not None and reach.pid_one_here and init
+    kill = (runtime or f"kill -KILL {pid}") if init else f"kill {pid}"
+    if lock is None:
+        return "" if here else kill
+    if here:
+        return _remove(d)
     if d.process.container:
-        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)} && {kill}"
-    return f"{kill} && rm -- {shlex.quote(lock.read_at)}"
+        return f"{_remove(d)} && {kill}"
+    return f"{kill} && {_remove(d)}"
+
+
+def _where_step(d: Diagnosed) -> str:
+    """For a process that is diagnose's own PID namespace's PID 1 (diagnose in a debug container
+    that shares only its PID namespace): where its restart runs."""
+    reach, start = d.finding.evidence.reach, d.finding.evidence.start
+    if reach is None or not reach.pid_one_here or start is None or not start.init:
+        return ""
+    runtime = _restart_by_runtime(d)
+    said = (
+        f"`{runtime}`"
+        if runtime
+        else "its runtime's or orchestrator's restart (`docker restart`, or deleting its pod); its cgroup "
+        "and hostname do not say which container it is"
+    )
+    return (
+        f". It is PID 1 of the PID namespace diagnose runs in (a container's main process): a signal from "
+        f"here is dropped, so after the step, from the host, restart its container with {said}"
+    )
+
+
+def _again(d: Diagnosed, job: bool) -> str:
+    start = d.finding.evidence.start
+    said = f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else ""
+    if _where_step(d):
+        return said + _where_step(d)
+    if d.process.container:
+        said += " (its container: start the container again once it has stopped)"
+    return said
+
+
+def _os_check(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    path = shlex.quote(lock.path) if lock else "FILE"
+    return (
+        f"`lslocks` or `fuser -v {path}` names it on the host, or in the container or on the machine "
+        "that shares the file"
+    )
+
+
+def _os_hidden(d: Diagnosed) -> str:
+    reach = d.finding.evidence.reach
+    if reach is not None and not reach.own_pid_namespace:
+        return "no row of /proc/locks names a holder now (it may be about to take it)"
+    return (
+        "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and "
+        "/proc/locks leaves out the locks of processes outside it"
+    )
 
 
 def _mount(lock: Lock | None) -> str:
@@ -385,7 +472,7 @@ ENTRY_FIELDS = (
 
 def _lock(lock: Lock) -> JsonValue:
     mount = lock.mount
-    return {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+    return {"protocol": lock.protocol, "path": lock.path, "owner": lock.owner or None, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
             "unread": lock.unread, "os": lock.os or None, "all_in_view": lock.seen,
             "mount": {"point": mount.point, "fstype": mount.fstype, "source": mount.source} if mount else None,
             "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state, "wchan": h.wchan}

@@ -131,12 +131,14 @@ def _read(
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec, locked)
         wall = after.read_at - table.read_at
         cpu = Cpu(max(0.0, after.cpu_seconds(process.pid) - table.cpu_seconds(process.pid)), wall)
+        lock = locks.waited(process, samples, table, os_locks)
         evidence = Evidence(
-            locks.waited(process, samples, table, os_locks),
+            lock,
             procs.workers_of(process, table, catalog.helpers),
             cpu,
             locks.start_of(process, table),
             tuple(trees[process.pid]),
+            locks.reach_of(process, table) if lock is not None else None,
         )
         read.append(Read(process, samples, torches[process.torch_seen_at], evidence, exited))
     return read, problems
