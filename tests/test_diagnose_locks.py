@@ -144,6 +144,7 @@ def test_an_os_lock_held_outside_the_readers_pid_namespace_is_named(tmp_path: Pa
             assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-unseen", "TL-D108"), report
             said = entry["message"]
             assert f"lock on {lock} " in said and "not in view" in said, said
+            assert "/proc/locks leaves out the locks of processes outside it" in said
             assert entry["evidence"]["lock"]["protocol"] == "kernel"
             assert report["next"] is None and "rm " not in said
             assert holder.poll() is None and shell.poll() is None and os.path.exists(lock)
