@@ -60,11 +60,13 @@ EAGER_TORCH = TorchFacts(
     ),
     100.0,
     False,
+    "",
 )
 LAZY_TORCH = TorchFacts(
     Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"),
     100.0,
     False,
+    "",
 )
 
 

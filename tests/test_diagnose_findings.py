@@ -614,8 +614,8 @@ USED_BY_THE_PRODUCT = {
     "Lock.seen": "locks._vanishing: a path cut short, never judged stale",
     "KnownWait.classes": "locks.PROTOCOLS: a FileBaton's frames, whatever object waits",
     "evaluate.resolve": "waits._Object.arguments: a caller's argument, named by its locals alone",
-    "Path.cut": "waits.string: a string py-spy showed whole",
-    "Path.tail": "waits.string: nothing joined after it",
+    "Spelling.cut": "waits.string: a string py-spy showed whole",
+    "Spelling.tail": "waits.string: nothing joined after it",
     "Finding.id": "verdict.finding_of: set from the rule once judged",
     "Finding.waiting": "verdict.finding_of: the torch's findings wait nowhere",
     "Finding.phase": "verdict.finding_of: only a moving process has a phase",
@@ -646,3 +646,19 @@ def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() 
     assert "compile_wrapper" in found.phase and "tracing" not in found.phase
     tracing = _recorded("compiling-1")
     assert "Dynamo tracing" not in (verdict.phase_of([tracing], RULES) or "Dynamo tracing (x)")
+
+
+def test_diagnose_names_none_of_the_packages_other_types() -> None:
+    """One meaning per name: core's `Kind` (what graph.py is) and `Rule` (the state table's verdict),
+    pathlib's `Path` and a rank (RANK's number) are not diagnose's names for its own types."""
+    package = Path(procs.__file__).parent
+    defined = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                defined.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.col_offset == 0:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined |= {t.id for t in targets if isinstance(t, ast.Name)}
+    assert defined & {"Kind", "Rule", "Rules", "Path", "Rank"} == set()
+    assert {"FindingKind", "Declaration", "Catalog", "Spelling", "Peer"} <= defined

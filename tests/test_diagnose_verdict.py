@@ -28,6 +28,7 @@ UNKNOWN = TorchFacts(
     ),
     100.0,
     False,
+    "",
 )
 
 

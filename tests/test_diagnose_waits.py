@@ -34,10 +34,12 @@ def test_torchs_wait_names_the_lock_its_caller_built_the_baton_with() -> None:
     caller = (jit, _line(jit, "baton.wait()"), {"build_directory": '"/tmp/run/ext/x"', "name": '"x"'})
     assert waits.polls(baton, sleeping)
     assert waits.waited(baton, sleeping, {"self": "<FileBaton at 0x7f>"}, caller) == waits.Wait(
-        waits.Path("/tmp/run/ext/x/lock")
+        waits.Spelling("/tmp/run/ext/x/lock")
     )
     cut = (jit, caller[1], {"build_directory": '"/tmp/run/ext/lo..."'})  # py-spy cut it short
-    assert waits.waited(baton, sleeping, {}, cut) == waits.Wait(waits.Path("/tmp/run/ext/lo", True, "/lock"))
+    assert waits.waited(baton, sleeping, {}, cut) == waits.Wait(
+        waits.Spelling("/tmp/run/ext/lo", True, "/lock")
+    )
 
 
 COPY = """import os, time
@@ -83,7 +85,7 @@ def until_ready(p):
 def test_a_copy_under_another_name_is_a_wait_on_its_path(
     line: int, own: waits.Locals, caller: tuple[str, int, waits.Locals] | None, expected: str
 ) -> None:
-    assert waits.waited(COPY, line, own, caller) == waits.Wait(waits.Path(expected))
+    assert waits.waited(COPY, line, own, caller) == waits.Wait(waits.Spelling(expected))
 
 
 @pytest.mark.parametrize(
@@ -100,7 +102,7 @@ def test_a_frame_that_waits_for_no_file_is_no_baton_wait(line: int, polling: boo
 
 
 def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
-    cut = waits.Path(f"{tmp_path}/ext/lo", True, "/lock")
+    cut = waits.Spelling(f"{tmp_path}/ext/lo", True, "/lock")
     (tmp_path / "ext" / "long_name").mkdir(parents=True)
     assert locks.whole_path("", cut) is None  # no lock file in it yet
     (tmp_path / "ext" / "long_name" / "lock").touch()
@@ -170,10 +172,10 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        pytest.param('d + "/lock"', waits.Path("/run/ext/lock"), id="concatenated"),
-        pytest.param('f"{d}/lock"', waits.Path("/run/ext/lock"), id="f-string"),
-        pytest.param('Path(d) / "lock"', waits.Path("/run/ext/lock"), id="path-object"),
-        pytest.param('os.path.join(cut, "x", "lock")', waits.Path("/run/lo", True, "/x/lock"), id="cut-then-whole"),
+        pytest.param('d + "/lock"', waits.Spelling("/run/ext/lock"), id="concatenated"),
+        pytest.param('f"{d}/lock"', waits.Spelling("/run/ext/lock"), id="f-string"),
+        pytest.param('Path(d) / "lock"', waits.Spelling("/run/ext/lock"), id="path-object"),
+        pytest.param('os.path.join(cut, "x", "lock")', waits.Spelling("/run/lo", True, "/x/lock"), id="cut-then-whole"),
         pytest.param('cut + "/lock"', None, id="cut-then-concatenated"),
         pytest.param('os.path.join(cut, cut)', None, id="cut-twice"),
         pytest.param("locate(d)", None, id="a-call-of-its-own"),
@@ -182,7 +184,7 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
     ],
 )  # fmt: skip
 def test_a_path_expression_is_evaluated_from_string_locals_only(
-    expression: str, expected: waits.Path | None
+    expression: str, expected: waits.Spelling | None
 ) -> None:
     found = {"d": '"/run/ext"', "cut": '"/run/lo..."', "n": "3"}
     assert waits.evaluate(ast.parse(expression, mode="eval").body, found) == expected
@@ -192,7 +194,9 @@ KEYWORD = COPY.replace("b = Baton(lockPath)", "b = Baton(where=lockPath)")
 
 
 def test_a_wait_whose_path_cannot_be_told_is_still_a_wait() -> None:
-    assert waits.waited(KEYWORD, 10, {}, (KEYWORD, 15, {"lockPath": '"/l"'})) == waits.Wait(waits.Path("/l"))
+    assert waits.waited(KEYWORD, 10, {}, (KEYWORD, 15, {"lockPath": '"/l"'})) == waits.Wait(
+        waits.Spelling("/l")
+    )
     assert waits.waited(COPY, 10, {}, (COPY, 15, {})) == waits.Wait(None)  # its caller names no string
     assert waits.waited(COPY, 10, {}, ("def broken(:\n", 1, {})) == waits.Wait(None)
     assert waits.waited(

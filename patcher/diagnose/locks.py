@@ -298,7 +298,7 @@ def _owner(read_at: str) -> str:
         return f"uid {uid}"
 
 
-def whole_path(root: str, path: waits.Path) -> str | None:
+def whole_path(root: str, path: waits.Spelling) -> str | None:
     """The path; for one py-spy cut short, the one file that completes it (None: none, or several)."""
     if not path.cut:
         return path.head

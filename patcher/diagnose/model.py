@@ -77,6 +77,7 @@ class TorchFacts(NamedTuple):
     report: Report
     changed: float | None  # graph.py's ctime: when it was last written, renamed or reinstalled
     mid_write: bool  # an apply or revert held the torch directory's lock while it was read
+    unread: str  # why its files could not be read (the OS's reason); '' when they were
 
 
 FindingKind = Literal[

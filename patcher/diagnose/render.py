@@ -82,6 +82,8 @@ def _where(d: Diagnosed) -> str:
 
 def _torch(d: Diagnosed) -> str:
     """verify's sentence on the torch it loaded (which names its version and directory)."""
+    if d.torch.unread:
+        return f"the torch it loaded: expected to read {d.process.torch_seen_at}/_inductor/graph.py, but {d.torch.unread}"
     return f"the torch it loaded: {d.torch.report.message.rstrip('.')}"
 
 
@@ -174,7 +176,6 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
     orphans = workers.orphans if workers else ()
     return {
         "spy": shlex.quote(words.spy),
-        "rank": _rank(d.process.pid, d.process.launch.rank),
         "absent_ranks": _ranks(peers.absent) if peers and peers.absent else "?",
         "here": _here(d.process),
         "awaited": _pids(peers.waiting) if peers else "none",
@@ -188,7 +189,6 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
         **_lock_fields(d),
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
-        "stuck": " ".join(map(str, (d.process.pid, *orphans))),
         "pool": _pool(workers),
         "restart": _without_pool(d.process, workers) if workers else "?",
         "wchan": (workers.wchan if workers else "") or "none",
@@ -210,7 +210,6 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
     return {
         "lock": (lock.path or "(no path)") if lock else "?",
         "what": "filelock's SoftFileLock" if lock and lock.protocol == "soft" else "the JIT build lock",
-        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
         "age": _age(lock.age if lock else None),
         "owner": (lock.owner or "?") if lock else "?",
         "unread": _unread(lock.unread, lock.read_at) if lock else "",

@@ -64,9 +64,9 @@ def read_torch(process: ProcessFacts, spec: PatchSpec, locked: set[tuple[int, in
         report = reading.verify_unlocked(found, spec)
     except LazylogError as exc:
         return TorchFacts(
-            Report("verify", exc.state, False, exc.text(), exc.code, torch_version=version), changed, held
+            Report("verify", exc.state, False, exc.text(), exc.code, torch_version=version), changed, held, ""
         )
-    except OSError as exc:
-        message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
-        return TorchFacts(Report("verify", "unknown", False, message, ExitCode.ENVIRONMENT), None, held)
-    return TorchFacts(report, changed, held)
+    except OSError as exc:  # render says it, with the file it could not read
+        failed = Report("verify", "unknown", False, "", ExitCode.ENVIRONMENT)
+        return TorchFacts(failed, None, held, f"{exc.strerror or exc}")
+    return TorchFacts(report, changed, held, "")

@@ -22,9 +22,10 @@ EXISTS = ("exists", "isfile", "lexists", "is_file")  # a test that a path is the
 CUT = "..."  # how py-spy ends a repr it cut short
 
 
-class Path(NamedTuple):
-    """A path as far as the locals tell it: whole (`cut` False: head + tail), or a head py-spy cut
-    short and the tail joined after it (the one file that completes it is looked for on disk)."""
+class Spelling(NamedTuple):
+    """A path's text as far as the locals spell it (text, not a pathlib.Path): whole (`cut` False),
+    or a head py-spy cut short and the tail joined after it (the one file that completes it is looked
+    for on disk)."""
 
     head: str
     cut: bool = False
@@ -71,15 +72,15 @@ def vanishing(loop: ast.While) -> ast.expr | None:
     return None
 
 
-def string(shown: str) -> Path | None:
+def string(shown: str) -> Spelling | None:
     """A string local as py-spy shows it (in quotes; cut with `...`); None for any other value."""
     if len(shown) < 2 or shown[0] != shown[-1] or shown[0] not in "\"'":
         return None
     text = shown[1:-1]
-    return Path(text[: -len(CUT)], cut=True) if text.endswith(CUT) else Path(text)
+    return Spelling(text[: -len(CUT)], cut=True) if text.endswith(CUT) else Spelling(text)
 
 
-def _joined(parts: list[Path | None]) -> Path | None:
+def _joined(parts: list[Spelling | None]) -> Spelling | None:
     """posixpath.join of the parts; after a part py-spy cut short, only whole ones (its tail)."""
     done = [p for p in parts if p is not None]
     if not done or len(done) < len(parts):
@@ -88,25 +89,27 @@ def _joined(parts: list[Path | None]) -> Path | None:
     head = posixpath.join(*(p.head for p in done[: cut + 1]))
     rest = done[cut + 1 :]
     if cut == len(done):
-        return Path(head)
+        return Spelling(head)
     if done[cut].tail or any(p.cut for p in rest):
         return None
-    return Path(head, True, "/" + posixpath.join(*(p.head for p in rest)) if rest else "")
+    return Spelling(head, True, "/" + posixpath.join(*(p.head for p in rest)) if rest else "")
 
 
-Resolve = Callable[[ast.expr], "Path | None"]  # a value of the object's own (`self.x`, `self.m()`)
+Resolve = Callable[[ast.expr], "Spelling | None"]  # a value of the object's own (`self.x`, `self.m()`)
 
 
-def evaluate(node: ast.expr, found: Mapping[str, str | Path], resolve: Resolve | None = None) -> Path | None:
+def evaluate(
+    node: ast.expr, found: Mapping[str, str | Spelling], resolve: Resolve | None = None
+) -> Spelling | None:
     """A path expression of strings: a local, a constant, `os.path.join(...)`, `a / b`, `a + b`,
     an f-string of locals, and what `resolve` makes of `self.ATTR` and `self.METHOD()`; None for
     anything else."""
     again = functools.partial(evaluate, found=found, resolve=resolve)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return Path(node.value)
+        return Spelling(node.value)
     if isinstance(node, ast.Name):
         value = found.get(node.id)
-        return value if isinstance(value, Path) or value is None else string(value)
+        return value if isinstance(value, Spelling) or value is None else string(value)
     if resolve is not None and (_own(node) is not None):
         return resolve(node)
     if isinstance(node, ast.Call) and _name(node.func) in ("join", "Path", "PurePath") and not node.keywords:
@@ -128,16 +131,16 @@ def _own(node: ast.expr) -> str | None:
     return node.attr if isinstance(node, ast.Attribute) and _is_self(node, None) else None
 
 
-def _concatenated(parts: list[Path | None]) -> Path | None:
+def _concatenated(parts: list[Spelling | None]) -> Spelling | None:
     if any(p is None or p.cut for p in parts):
         return None
-    return Path("".join(p.head for p in parts if p is not None))
+    return Spelling("".join(p.head for p in parts if p is not None))
 
 
 class Wait(NamedTuple):
     """A loop waiting for a file to vanish: the path, if the locals tell it."""
 
-    path: Path | None
+    path: Spelling | None
 
 
 def _is_self(node: ast.expr, attribute: str | None) -> bool:
@@ -176,7 +179,7 @@ class _Object(NamedTuple):
     cls: ast.ClassDef
     caller: tuple[ast.Module, int, Locals] | None
 
-    def arguments(self, init: ast.FunctionDef) -> dict[str, Path]:
+    def arguments(self, init: ast.FunctionDef) -> dict[str, Spelling]:
         """`__init__`'s parameters as the caller passed them."""
         if self.caller is None:
             return {}
@@ -189,7 +192,7 @@ class _Object(NamedTuple):
                 given[name] = value
         return given
 
-    def value(self, node: ast.expr, depth: int) -> Path | None:
+    def value(self, node: ast.expr, depth: int) -> Spelling | None:
         """`self.ATTR`: what a method assigns it (`__init__`'s first, with its parameters as the
         caller passed them); `self.METHOD()`: the one expression the method returns."""
         wanted = _own(node)
