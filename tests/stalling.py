@@ -17,6 +17,7 @@ from patcher.diagnose import procs, stacks
 from tests.conftest import torch_venv
 from tests.diagnosing import running
 
+CHECKOUT = Path(__file__).resolve().parent.parent  # the tool a test runs: this checkout's
 SCENARIO = Path(__file__).parent / "scenarios" / "stalls.py"
 TAG = "diagnose-stalls"  # an argument that marks these suites' processes
 
@@ -57,9 +58,9 @@ READY = "ready: x.answer() = 42"
 def inside(namespace_of: int, *args: str) -> tuple[int, dict[str, Any]]:
     """diagnose --json run inside the PID and mount namespaces of a process (as in its container)."""
     done = subprocess.run(
-        ["nsenter", f"--target={namespace_of}", "--pid", "--mount", "--", sys.executable, "-m", "patcher",
-         "diagnose", *args, "--json"],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
+        ["nsenter", f"--target={namespace_of}", "--pid", "--mount", f"--wd={CHECKOUT}", "--", sys.executable, "-m",
+         "patcher", "diagnose", *args, "--json"],
+        capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert done.stdout and "Traceback" not in done.stderr, done.stderr
     report: dict[str, Any] = json.loads(done.stdout)

@@ -164,6 +164,7 @@ def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step:
         assert "cannot tell whether its maker lives" in said and "Do not remove it" in said
     if kind == "os-lock-unseen":
         assert "whose holder is not in view" in said and "never left behind" in said
+        assert "no row of /proc/locks names a holder now" in said  # read from the host's PID namespace
     if kind == "jit-lock-unseen":
         assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
         assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said

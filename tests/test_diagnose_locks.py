@@ -121,14 +121,24 @@ def test_a_lock_path_built_by_a_method_or_an_attribute_is_named_and_the_step_wor
             assert waiter.poll() is not None
 
 
-@pytest.mark.parametrize("version", ["2.10.0", "2.14.1"])
-def test_an_os_lock_held_outside_the_readers_pid_namespace_is_named(tmp_path: Path, version: str) -> None:
+@pytest.mark.parametrize(
+    ("version", "how", "waits_in"),
+    [
+        pytest.param("2.10.0", "flocked", ("_poll_until_acquired", "filelock/_core/_acquire.py"), id="filelock"),
+        pytest.param("2.10.0", "flock-blocked", ("flock_blocked", "stalls.py"), id="fcntl.flock"),
+        pytest.param("2.14.1", "lock", ("_poll_until_acquired", "filelock/_core/_acquire.py"), id="torch-2.14"),
+    ],
+)  # fmt: skip
+def test_an_os_lock_held_outside_the_readers_pid_namespace_is_named(
+    tmp_path: Path, version: str, how: str, waits_in: tuple[str, str]
+) -> None:
     """The waiter and diagnose in a PID namespace of their own, the holder outside: /proc/locks there
-    lacks the holder's row, but the waiter's frames name the wait. On 2.10.0, filelock's FileLock; on
-    2.14.1, torch's own JIT build lock (torch/utils/_filelock.py), held by a build outside."""
+    lacks the holder's row (and the waiter's), but the waiter's frames, or the flock call it blocks
+    in, name the wait. On 2.10.0, filelock's FileLock and a bare fcntl.flock; on 2.14.1, torch's own
+    JIT build lock (torch/utils/_filelock.py), held by a build outside."""
     python = torch_venv(version) / "bin" / "python"
     if version == "2.10.0":
-        lock, args, variables = tmp_path / "cache.lock", ["flocked", str(tmp_path / "cache.lock")], {}
+        lock, args, variables = tmp_path / "cache.lock", [how, str(tmp_path / "cache.lock")], {}
     else:
         (tmp_path / "ext" / "x").mkdir(parents=True)
         lock, args = tmp_path / "ext" / "x" / "lock", ["lock", str(ANSWER)]
@@ -138,12 +148,14 @@ def test_an_os_lock_held_outside_the_readers_pid_namespace_is_named(tmp_path: Pa
         unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, *args]
         with running(unshared, tmp_path, "waiter", **variables) as shell:
             (waiter,) = children(shell.pid, 1)
-            reaches(waiter, "_poll_until_acquired", "filelock/_core/_acquire.py")
+            printed(tmp_path, "waiter", "waiting" if version == "2.10.0" else "loading")
+            reaches(waiter, *waits_in)
             code, report = inside(waiter, "1")
             (entry,) = report["processes"]
             assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-unseen", "TL-D108"), report
             said = entry["message"]
             assert f"lock on {lock} " in said and "not in view" in said, said
+            assert "/proc/locks leaves out the locks of processes outside it" in said
             assert entry["evidence"]["lock"]["protocol"] == "kernel"
             assert report["next"] is None and "rm " not in said
             assert holder.poll() is None and shell.poll() is None and os.path.exists(lock)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import platform
 import pwd
 import re
 import time
@@ -192,7 +193,7 @@ def polling(process: ProcessFacts, samples: list[Sample]) -> list[str]:
 def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]) -> Lock | None:
     """The lock the process waits on, or None when it waits on none (it sleeps in a poll, or the
     kernel blocks it on an OS lock). The last sample is the one dumped with the frames' locals."""
-    blocked = _blocked(process, samples, seen, table)
+    blocked = _blocked(process, samples, seen, table) or _in_lock_call(process, samples, seen, table)
     if blocked is not None:
         return blocked
     threads = polling(process, samples)
@@ -372,6 +373,36 @@ def _blocked(
                 lock = _held(process, os.readlink(fds / fd), seen, table, innermost, needs_row=True)
                 if lock is not None:
                     return lock
+    return None
+
+
+# The system calls a thread blocks in on an OS lock, by machine (asm/unistd.h): flock, and fcntl,
+# with F_SETLKW (7) or F_OFD_SETLKW (38) as its command.
+LOCK_CALLS = {"x86_64": (73, 72), "aarch64": (32, 25)}
+WAITING_FCNTL = (7, 38)
+
+
+def _in_lock_call(
+    process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]
+) -> Lock | None:
+    """A thread in a blocking flock or fcntl call (its /proc/PID/task/TID/syscall), the file named by
+    the call's descriptor: the wait is named even when /proc/locks leaves out its holder (a process
+    outside this PID namespace) and with it the waiter's own row."""
+    calls = LOCK_CALLS.get(platform.machine())
+    try:
+        tasks = os.listdir(PROC / str(process.pid) / "task") if calls else []
+    except OSError:
+        return None
+    innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
+    for task in tasks:
+        words = _read(f"{PROC}/{process.pid}/task/{task}/syscall").split()
+        if len(words) < 3 or not words[0].isdigit() or calls is None:
+            continue
+        number, fd, command = int(words[0]), int(words[1], 16), int(words[2], 16)
+        if number == calls[0] or (number == calls[1] and command in WAITING_FCNTL):
+            with contextlib.suppress(OSError):
+                path = os.readlink(PROC / str(process.pid) / "fd" / str(fd))
+                return _held(process, path, seen, table, innermost, needs_row=False)
     return None
 
 
