@@ -43,7 +43,7 @@ def _formatting(spy: str, pid: int) -> bool:
 def _ranks(parent: int, spy: str, timeout: float = 900) -> list[int]:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
-        ranks = procs.descendants(parent, procs.parents())
+        ranks = procs.read().below(parent)
         if len(ranks) == RANKS and all(_formatting(spy, r) for r in ranks):
             return ranks
         time.sleep(2)
@@ -78,7 +78,7 @@ def measure(venv: Path, tmp: Path) -> dict[str, float]:
         result["load_average_1min"] = os.getloadavg()[0]
         return result
     finally:
-        for pid in [*procs.descendants(parent.pid, procs.parents()), parent.pid]:
+        for pid in [*procs.read().below(parent.pid), parent.pid]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, 9)
         parent.wait()

@@ -17,14 +17,20 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
-from patcher.diagnose import findings, procs, render
-from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Start, TorchFacts, Workers
+from patcher.diagnose import findings, procs, render, verdict
+from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Reach, Start, TorchFacts, Unreadable, Workers
 
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
 RULES = findings.load()
-WORDS = render.Words(RULES, "torch-lazylog", "py-spy")  # as the console script and py-spy on PATH say them
-NO_LAUNCH = Launch(None, None, None, None)  # started by hand: no launcher's variables
-NOTHING_READ = Evidence(None, None, None, None)
+WORDS = render.Words(
+    RULES, "torch-lazylog", "py-spy", "root-ptrace"
+)  # the console script, py-spy on PATH, root
+NO_LAUNCH = Launch(None, None, None, None, None)  # started by hand: no launcher's variables
+NOTHING_READ = Evidence(None, None, None, None, (), None)
+# diagnose on the host, as root: the process shares its mounts, or may have them entered
+ON_THE_HOST = Reach(
+    same_mounts=True, mount_rights=True, pid_one_here=False, own_pid_namespace=False, container=None, pod=None
+)
 
 
 def evidence(
@@ -32,9 +38,19 @@ def evidence(
     workers: Workers | None = None,
     cpu: Cpu | None = None,
     start: Start | None = None,
+    reach: Reach | None = None,
 ) -> Evidence:
-    """What diagnose read besides the stacks, naming only what a test gives."""
-    return Evidence(lock, workers, cpu, start)
+    """What diagnose read besides the stacks, naming only what a test gives (a lock's reach: from
+    the host, unless given)."""
+    return Evidence(lock, workers, cpu, start, (), reach or (ON_THE_HOST if lock else None))
+
+
+def report(
+    found: list[render.Diagnosed], problems: list[Unreadable] | None = None, words: render.Words = WORDS
+) -> Report:
+    """The run's report as run.diagnose makes it: the verdict decides, render says."""
+    first, code = verdict.decide([d.finding for d in found], problems or [], RULES)
+    return render.report(found, first, code, problems or [], words)
 
 
 # The loaded torch as verify reads it, for the verdict's pure tests.
@@ -43,9 +59,14 @@ EAGER_TORCH = TorchFacts(
         "verify", "pristine", False, "graph.py is unpatched, eager", ExitCode.EAGER, torch_version="2.10.0"
     ),
     100.0,
+    False,
+    "",
 )
 LAZY_TORCH = TorchFacts(
-    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"), 100.0
+    Report("verify", "patched", False, "graph.py is patched", ExitCode.OK, torch_version="2.10.0"),
+    100.0,
+    False,
+    "",
 )
 
 
@@ -60,11 +81,19 @@ def running(command: list[str], tmp: Path, name: str, **variables: str) -> Itera
     try:
         yield process
     finally:
-        for pid in [*procs.descendants(process.pid, procs.parents()), process.pid]:
+        for pid in [*procs.read().below(process.pid), process.pid]:
             with suppress(ProcessLookupError):
                 os.kill(pid, 9)
         process.wait(timeout=30)
         out.close()
+
+
+def argv(pid: int) -> list[str]:
+    """A process's command line, as /proc/PID/cmdline holds it ([] once it is gone)."""
+    try:
+        return [w.decode() for w in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0") if w]
+    except OSError:
+        return []
 
 
 def diagnose_json(

@@ -99,7 +99,7 @@ def test_a_parent_reports_both_ranks(tmp_path: Path) -> None:
     _pristine(venv)
     with running(_chain(venv, DEEP, "--ranks", "2"), tmp_path, "ranks") as parent:
         end = time.monotonic() + 60
-        while len(ranks := procs.descendants(parent.pid, procs.parents())) < 2 and time.monotonic() < end:
+        while len(ranks := procs.read().below(parent.pid)) < 2 and time.monotonic() < end:
             time.sleep(0.2)
         assert len(ranks) == 2
         for rank in ranks:

@@ -4,6 +4,7 @@ function of the samples and the evidence read, milliseconds, no live process."""
 
 from __future__ import annotations
 
+import ast
 import re
 import string
 from pathlib import Path
@@ -17,20 +18,22 @@ from patcher.diagnose import findings, procs, render, stacks, verdict
 from patcher.diagnose.model import (
     Cpu,
     Evidence,
+    FindingKind,
     Frame,
     Holder,
-    Kind,
     Launch,
     Lock,
     Mount,
     ProcessFacts,
+    Reach,
     Sample,
     Stack,
     Start,
     TorchFacts,
+    Unreadable,
     Workers,
 )
-from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, evidence
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, evidence, report
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
@@ -75,15 +78,15 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     rules = findings.load()
     ids = [r.id for r in rules.findings]
     assert len(set(ids)) == len(ids) and all(re.fullmatch(r"TL-D\d{3}", i) for i in ids)
-    assert sorted(r.kind for r in rules.findings) == sorted(get_args(Kind))
+    assert sorted(r.kind for r in rules.findings) == sorted(get_args(FindingKind))
     headings = re.findall(r"^### (TL-D\d{3}) ", DOCS.read_text(), re.M)
     assert headings == ids  # in the order the engine walks them
 
 
-def _lock(*fields: Any, **changes: Any) -> Lock:
-    """A lock the recorded waiter waits on, in its FileBaton.wait (as procs reads it)."""
+def _lock(*fields: Any, protocol: str = "baton", **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as locks reads it)."""
     waiting = _recorded("jit-lock-wait")[0].frames[0]
-    return Lock(*fields, **({"waiting": waiting} | changes))
+    return Lock(protocol, *fields, **({"waiting": waiting} | changes))  # type: ignore[arg-type]
 
 
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
@@ -95,9 +98,21 @@ def test_every_sentence_and_step_names_only_what_render_knows() -> None:
             assert named <= known, (rule.id, named - known)
 
 
-def test_a_lock_is_read_only_for_a_process_no_finding_of_frames_matches() -> None:
-    assert verdict.wanted([_recorded("jit-lock-wait")], findings.load()) == set()
-    assert verdict.wanted([_recorded("pool-wait")], findings.load()) == {"workers"}
+def test_a_lock_read_beside_a_busy_or_formatting_process_is_not_its_finding() -> None:
+    """Everything is read before judging; the verdict alone decides that a lock counts only for an
+    idle process that is not formatting."""
+    lock = _lock(LOCK, LOCK, 5.0, ())
+    idle = verdict.finding_of(
+        _process(), [_recorded("jit-lock-wait")] * 2, EAGER, evidence(lock=lock, cpu=IDLE), RULES
+    )
+    assert idle.kind == "jit-lock-stale"
+    busy = [_recorded("compiling-1"), _recorded("compiling-2")]
+    assert verdict.finding_of(_process(), busy, EAGER, evidence(lock=lock, cpu=BUSY), RULES).kind == "moving"
+    hang = [_recorded("eager-depth26")] * 2
+    assert (
+        verdict.finding_of(_process(), hang, EAGER, evidence(lock=lock, cpu=IDLE), RULES).kind
+        == "eager-formatting"
+    )
 
 
 NFS = Mount("/home", "nfs4", "filer:/export/home")
@@ -117,9 +132,21 @@ START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000
         pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
         pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
         pytest.param(
-            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK"),
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK",
+                  protocol="kernel"),
             "os-lock-held", None, id="flock",
         ),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="kernel"), "os-lock-unseen", None, id="flock-unseen"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="marker"), "marker-wait", None, id="marker"),
+        pytest.param(
+            _lock(LOCK, LOCK, 75.0, (Holder(77, "python warm.py", "S", "do_sys_poll"),), protocol="marker"),
+            "marker-wait", None, id="marker-held",
+        ),
+        pytest.param(_lock("", "", None, (), whole=False, protocol="marker"), "marker-wait", None,
+                     id="marker-unknown"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft"), "soft-lock-stale", f"rm -- {LOCK}", id="soft"),
+        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft", seen=False, mount=NFS), "jit-lock-unseen", None,
+                     id="soft-nfs"),
     ],
 )  # fmt: skip
 def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
@@ -133,6 +160,11 @@ def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step:
         assert "rm " not in said and "Patch the torch" not in said and "Do not remove" in said
     if kind == "jit-lock-stale":
         assert "created 1 min 15 s ago" in said and f"lock {LOCK}," in said and "ImportError" in said
+    if kind == "marker-wait":
+        assert "cannot tell whether its maker lives" in said and "Do not remove it" in said
+    if kind == "os-lock-unseen":
+        assert "whose holder is not in view" in said and "never left behind" in said
+        assert "no row of /proc/locks names a holder now" in said  # read from the host's PID namespace
     if kind == "jit-lock-unseen":
         assert "on nfs4 filer:/export/home mounted at /home, which other hosts may mount" in said
         assert "on each host that mounts filer:/export/home, `fuser -v" in said and "Do not remove" in said
@@ -150,17 +182,63 @@ def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started()
     assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank, WORDS)
     read_at = f"/proc/4242/root{LOCK}"
     boxed = _judged(
-        "jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START), root="/proc/4242/root"
+        "jit-lock-wait",
+        evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START, reach=MAY_ENTER),
+        root="/proc/4242/root",
     )
     # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
     assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
-    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True)),
-                   root="/proc/4242/root")  # fmt: skip
+    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True),
+                                             reach=MAY_ENTER), root="/proc/4242/root")  # fmt: skip
     # a container's main process is its PID 1: SIGTERM without a handler is dropped
     assert (
         render.next_step(main, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill -KILL 4242"
     )
     assert "its container: start the container again" in render.paragraph(boxed, WORDS)
+
+
+MAY_ENTER = Reach(
+    same_mounts=False,
+    mount_rights=True,
+    pid_one_here=False,
+    own_pid_namespace=False,
+    container=None,
+    pod=None,
+)
+# a debug container sharing only the process's PID namespace, without CAP_SYS_ADMIN
+DEBUG = Reach(
+    same_mounts=False, mount_rights=False, pid_one_here=True, own_pid_namespace=True, container=None, pod=None
+)
+
+
+@pytest.mark.parametrize(
+    ("reach", "init", "step", "said"),
+    [
+        pytest.param(DEBUG, True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "do not say which container it is", id="debug-container-unknown"),
+        pytest.param(DEBUG._replace(container="3f2a9c1b7d4e"), True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "from the host, restart its container with `docker restart 3f2a9c1b7d4e`", id="debug-docker"),
+        pytest.param(DEBUG._replace(pod="web-7d4b9"), True, "rm -- /proc/1/root/tmp/run/ext/x/lock",
+                     "`kubectl delete pod web-7d4b9`", id="debug-pod"),
+        pytest.param(MAY_ENTER._replace(container="3f2a9c1b7d4e"), True,
+                     "nsenter --target=1 --mount -- rm -- /tmp/run/ext/x/lock && docker restart 3f2a9c1b7d4e",
+                     "its container: start the container again", id="host-docker"),
+        pytest.param(DEBUG._replace(pid_one_here=False), False, "rm -- /proc/1/root/tmp/run/ext/x/lock && kill 1",
+                     "its container: start the container again", id="debug-not-init"),
+    ],
+)  # fmt: skip
+def test_a_stale_lock_step_runs_where_diagnose_runs(reach: Reach, init: bool, step: str, said: str) -> None:
+    """Never `kill -KILL 1` from inside a PID namespace (dropped), never `nsenter --mount` without
+    CAP_SYS_ADMIN (EPERM): the lock through /proc/PID/root, the restart by the container's runtime."""
+    read_at = f"/proc/1/root{LOCK}"
+    lock = _lock(LOCK, read_at, 5.0, ())
+    d = _judged("jit-lock-wait", evidence(lock=lock, start=START._replace(pid=1, init=init), reach=reach),
+                root="/proc/1/root", pid=1)  # fmt: skip
+    assert render.next_step(d, WORDS) == step
+    assert said in render.paragraph(d, WORDS)
+    soft = _judged("jit-lock-wait", evidence(lock=lock._replace(protocol="soft"), reach=reach), root="/proc/1/root",
+                   pid=1)  # fmt: skip
+    assert render.next_step(soft, WORDS) == step.split(" && ")[0]
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
@@ -242,12 +320,20 @@ def test_a_pool_whose_sidecar_lives_is_not_a_stall() -> None:
 def test_the_read_thread_alone_is_an_idle_pool_not_a_wait() -> None:
     (reader,) = [s for s in _recorded("pool-wait") if s.thread == "InductorSubproc"]
     elsewhere = _recorded("rank-elsewhere")[0]
-    assert verdict.wanted([(reader, elsewhere)], findings.load()) == set()
+    read = evidence(workers=_workers(None, ()), cpu=IDLE)
+    assert verdict.finding_of(_process(), [(reader, elsewhere)] * 2, EAGER, read, RULES).kind == "eager-torch"
 
 
-def _ranks(odd: tuple[str, str] = ("rank-elsewhere",) * 2, cpu: Cpu = IDLE, parent: int = 1) -> list[Any]:
-    """Rank 10 in barrier(); rank 11, its sibling unless `parent` says otherwise, sampled in `odd`."""
-    waiting, other = _process(10, 1), _process(11, parent)
+JOB = Launch(None, "127.0.0.1:29500", 0, 2, None)  # a hand-made launcher's variables: one machine
+
+
+def _ranks(
+    odd: tuple[str, str] = ("rank-elsewhere",) * 2, cpu: Cpu = IDLE, launch: Launch | None = None
+) -> list[Any]:
+    """Rank 10 in barrier(); process 11, rank 1 of its job unless `launch` says otherwise, sampled in
+    `odd`; both children of one parent (a shell), which makes no job."""
+    waiting = _process(10, 1, launch=JOB)
+    other = _process(11, 1, launch=JOB._replace(rank=1) if launch is None else launch)
     judged = [
         (
             waiting,
@@ -267,7 +353,7 @@ def test_ranks_out_of_step_name_the_odd_rank_and_where_it_is() -> None:
     assert (
         "waits in the collective barrier for ranks of its job on this machine that are not in one: " in said
     )
-    assert "PID 11, eager-torch, in hold_back (stalls.py:50)" in said
+    assert "PID 11 (rank 1), eager-torch, in hold_back (stalls.py:50)" in said
 
 
 def test_the_rank_its_job_waits_for_is_the_stall_and_its_eager_torch_the_second_finding() -> None:
@@ -292,17 +378,17 @@ def test_the_rank_its_job_waits_for_is_the_stall_and_its_eager_torch_the_second_
         "next": apply,
     }
     waiting = render.Diagnosed(_process(10), EAGER, first, False)
-    report = render.report([waiting, rank], [], WORDS)  # the eager torch on disk comes second
-    assert report.code == ExitCode.STALLED and report.next == Advice("py-spy dump --locals --pid 11")
+    report_ = report([waiting, rank])  # the eager torch on disk comes second
+    assert report_.code == ExitCode.STALLED and report_.next == Advice("py-spy dump --locals --pid 11")
     lazy = render.Diagnosed(_process(11), LAZY, odd, False)
     assert render.then_step(lazy, WORDS) is None and "TL-D501" not in render.paragraph(lazy, WORDS)
 
 
 def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
-    run = Launch("job-7", "10.0.0.1:29500", 0, 4)
+    run = Launch("job-7", "10.0.0.1:29500", 0, 4, None)
     waiting = _process(10, 1, launch=run)
     other = _process(11, 2, launch=run._replace(rank=1))
-    stranger = _process(12, 1, launch=Launch("job-8", None, 0, 2))
+    stranger = _process(12, 1, launch=Launch("job-8", None, 0, 2, None))
     samples = {10: "rank-barrier", 11: "rank-elsewhere", 12: "rank-elsewhere"}
     judged = [
         (p, verdict.finding_of(p, [_recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
@@ -317,7 +403,7 @@ def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
 
 
 def test_a_rank_read_alone_names_its_collective_and_its_absent_ranks() -> None:
-    alone = _process(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2))
+    alone = _process(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2, None))
     (found,) = verdict.with_peers(
         [
             (
@@ -340,10 +426,43 @@ def test_ranks_waiting_for_a_busy_rank_are_progress() -> None:
     assert odd.kind == "moving" and (first.kind, first.code) == ("ranks-waiting-for-progress", ExitCode.OK)
 
 
-def test_a_rank_in_a_collective_without_odd_siblings_is_not_a_stall() -> None:
-    first, other = _ranks(parent=2)  # not siblings: another server's process
-    assert (first.kind, first.code, first.id) == ("in-collective", ExitCode.OK, "TL-D303")
-    assert other.awaited_by == ()
+def test_a_process_without_the_jobs_variables_is_never_a_rank() -> None:
+    """Issue 53, case 5: ranks started by a shell loop (a world of 5 on this machine, rank 4 never
+    came up) beside an idle torch process of the same shell: that process is not named; the ranks'
+    finding says rank 4 is no process on this machine, and it is a stall (exit 6)."""
+    world = JOB._replace(world_size=5)
+    ranks = [_process(10 + r, 1, launch=world._replace(rank=r)) for r in range(4)]
+    exporter = _process(20, 1)  # same parent, no launcher's variables
+    judged = [
+        (p, verdict.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        for p in ranks
+    ]
+    judged.append(
+        (
+            exporter,
+            verdict.finding_of(exporter, [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+        )
+    )
+    *found, other = verdict.with_peers(judged, RULES)
+    assert {(f.kind, f.code, f.id) for f in found} == {("rank-absent", ExitCode.STALLED, "TL-D305")}
+    assert (other.kind, other.awaited_by) == ("lazy", ())
+    said = render.paragraph(render.Diagnosed(ranks[0], LAZY, found[0], False), WORDS)
+    assert "for rank 4 of its job, which no process on this machine is" in said and "PID 20" not in said
+    assert verdict.decide([*found, other], [], RULES)[1] == ExitCode.STALLED
+    elsewhere = world._replace(master="10.0.0.1:29500")  # the rendezvous on another host: rank 4 may be there
+    remote = [p._replace(launch=elsewhere._replace(rank=p.launch.rank)) for p in ranks]
+    judged = [
+        (p, verdict.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        for p in remote
+    ]
+    assert {f.kind for f in verdict.with_peers(judged, RULES)} == {"in-collective"}
+
+
+def test_a_process_of_the_same_parent_is_not_the_rank_a_job_waits_for() -> None:
+    first, other = _ranks(launch=NO_LAUNCH)  # the same parent, but no launcher's variables: no rank
+    assert (first.kind, first.code, first.id) == ("rank-absent", ExitCode.STALLED, "TL-D305")
+    assert first.peers is not None and first.peers.absent == (1,) and first.peers.odd == ()
+    assert (other.kind, other.awaited_by) == ("eager-torch", ())
 
 
 @pytest.mark.parametrize(
@@ -359,14 +478,25 @@ def test_a_rank_in_a_collective_without_odd_siblings_is_not_a_stall() -> None:
         ),
     ],
 )
-def test_busy_and_moving_is_progress_exit_0(names: list[str], cpu: Cpu, kind: str) -> None:
+def test_busy_and_moving_is_progress_with_its_torchs_code(names: list[str], cpu: Cpu, kind: str) -> None:
+    """Busy or idle between two compiles, a server on an eager torch gets one exit code and one step
+    (the torch's: apply), whichever a read catches; on a lazy torch, 0 and no step."""
     found = verdict.finding_of(_process(), [_recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
-    assert found.kind == kind
+    assert found.kind == kind and found.code == ExitCode.EAGER
+    idle = verdict.finding_of(_process(), [_recorded(names[0])] * 2, EAGER, evidence(cpu=IDLE), RULES)
+    d, other = (
+        render.Diagnosed(_process(), EAGER, found, False),
+        render.Diagnosed(_process(), EAGER, idle, False),
+    )
+    assert render.next_step(d, WORDS) == render.next_step(other, WORDS)
     if kind == "moving":
-        assert found.code == ExitCode.OK and found.phase and found.id == "TL-D401"
-        d = render.Diagnosed(_process(), EAGER, found, False)
-        assert render.next_step(d, WORDS) is None and "0.40 s of CPU in 0.50 s" in render.paragraph(d, WORDS)
+        assert found.phase and found.id == "TL-D401"
+        assert "0.40 s of CPU in 0.50 s" in render.paragraph(d, WORDS)
+        assert render.next_step(d, WORDS) == "torch-lazylog apply --python /venv/bin/python"
         assert found.phase == "Inductor compiling (get_patched_config_dict)"
+        lazy = verdict.finding_of(_process(), [_recorded(n) for n in names], LAZY, evidence(cpu=cpu), RULES)
+        assert (lazy.kind, lazy.code) == ("moving", ExitCode.OK)
+        assert render.next_step(render.Diagnosed(_process(), LAZY, lazy, False), WORDS) is None
 
 
 def test_a_lazy_idle_process_is_exit_0() -> None:
@@ -383,9 +513,9 @@ def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -
     )
     stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=3)
-    assert render.report([lazy, stale], [], WORDS).code == ExitCode.STALLED
-    assert render.report([lazy, stale], [], WORDS).next == Advice(f"kill 2 && rm -- {LOCK}")
-    assert render.report([stale, eager], [], WORDS).code == ExitCode.EAGER
+    assert report([lazy, stale]).code == ExitCode.STALLED
+    assert report([lazy, stale]).next == Advice(f"kill 2 && rm -- {LOCK}")
+    assert report([stale, eager]).code == ExitCode.EAGER
 
 
 def test_every_entry_names_its_finding_id_and_evidence() -> None:
@@ -430,25 +560,27 @@ def test_the_deciding_process_gives_the_top_level_step_and_torch() -> None:
     stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
     hang = _judged("eager-depth26", NOTHING_READ, EAGER, pid=3, root="/proc/3/root",
                    torch_dir="/opt/venv/torch", torch_seen_at="/proc/3/root/opt/venv/torch")  # fmt: skip
-    report = render.report([stale, hang], [], WORDS)
-    assert report.code == ExitCode.EAGER and report.state == "pristine"
-    assert report.next == Advice("torch-lazylog apply --python /venv/bin/python")
-    assert (report.torch_dir, report.graph_py) == ("/opt/venv/torch", "/opt/venv/torch/_inductor/graph.py")
-    assert render.entry(hang, WORDS)["torch_dir"] == report.torch_dir
+    said = report([stale, hang])
+    assert said.code == ExitCode.EAGER and said.state == "pristine"
+    assert said.next == Advice("torch-lazylog apply --python /venv/bin/python")
+    assert (said.torch_dir, said.graph_py) == ("/opt/venv/torch", "/opt/venv/torch/_inductor/graph.py")
+    assert render.entry(hang, WORDS)["torch_dir"] == said.torch_dir
     lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
-    assert render.report([lazy, stale], [], WORDS).next == Advice(
-        f"kill 2 && rm -- {LOCK}"
-    )  # 6 decides over 0
+    assert report([lazy, stale]).next == Advice(f"kill 2 && rm -- {LOCK}")  # 6 decides over 0
 
 
 def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> None:
     lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
-    gone = procs.Unreadable(7, ExitCode.USAGE, "Expected a running process 7, found none")
-    report = render.report([lazy], [gone], WORDS)
-    assert report.code == ExitCode.USAGE and report.next is None
-    assert report.message == render.paragraph(lazy, WORDS) and report.problems == (f"{gone.message}.",)
+    gone = Unreadable(7, "missing", "")
+    said = report([lazy], [gone])
+    assert said.code == ExitCode.USAGE and said.next is None
+    assert said.message == render.paragraph(lazy, WORDS)
+    assert said.problems == ("Expected a running process 7, found none: pass the server's PID.",)
     eager = _judged("rank-elsewhere", evidence(cpu=IDLE), EAGER, pid=1)
-    assert render.report([eager], [gone], WORDS).code == ExitCode.EAGER
+    assert report([eager], [gone]).code == ExitCode.EAGER
+    ended = Unreadable(8, "exited", "python serve.py")  # a note: it changes no exit code
+    assert report([lazy], [ended]).code == ExitCode.OK and report([lazy], [ended]).problems == ()
+    assert report([lazy], [ended]).message.endswith("nothing of it is judged, and it changes no exit code.")
 
 
 def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() -> None:
@@ -456,10 +588,26 @@ def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() 
     the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""
     samples = [_recorded("recompile-fallback-1"), _recorded("recompile-fallback-2")]
     found = verdict.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
-    assert (found.kind, found.code) == ("moving", ExitCode.OK)
+    assert (found.kind, found.code) == ("moving", ExitCode.EAGER)  # the torch's code: it runs an eager torch
     assert found.phase is not None and found.phase.startswith(
         "running a torch.compile'd function, not compiling it"
     )
     assert "compile_wrapper" in found.phase and "tracing" not in found.phase
     tracing = _recorded("compiling-1")
     assert "Dynamo tracing" not in (verdict.phase_of([tracing], RULES) or "Dynamo tracing (x)")
+
+
+def test_diagnose_names_none_of_the_packages_other_types() -> None:
+    """One meaning per name: core's `Kind` (what graph.py is) and `Rule` (the state table's verdict),
+    pathlib's `Path` and a rank (RANK's number) are not diagnose's names for its own types."""
+    package = Path(procs.__file__).parent
+    defined = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                defined.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and node.col_offset == 0:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined |= {t.id for t in targets if isinstance(t, ast.Name)}
+    assert defined & {"Kind", "Rule", "Rules", "Path", "Rank"} == set()
+    assert {"FindingKind", "Declaration", "Catalog", "Spelling", "Peer"} <= defined

@@ -5,62 +5,24 @@ test starts is killed in a finally, the orphaned compile workers too (they outli
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import time
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from patcher.diagnose import locks, procs, stacks
 from tests.conftest import torch_venv
-from tests.diagnosing import diagnose_json, diagnose_text, running
-
-SCENARIO = Path(__file__).parent / "scenarios" / "stalls.py"
-TAG = "diagnose-stalls"  # an argument that marks this suite's processes
+from tests.diagnosing import argv, diagnose_json, diagnose_text, running
+from tests.stalling import ANSWER, READY, SCENARIO, TAG, children, in_torch, inside, printed, reaches
 
 pytestmark = [pytest.mark.e2e]
-
-
-def _running(
-    tmp: Path, name: str, *args: str, **variables: str
-) -> AbstractContextManager[subprocess.Popen[str]]:
-    """tests/scenarios/stalls.py's scenario `args[0]` on real torch 2.10.0."""
-    python = torch_venv("2.10.0") / "bin" / "python"
-    return running([str(python), str(SCENARIO), TAG, *args], tmp, name, **variables)
-
-
-def _printed(tmp: Path, name: str, text: str, timeout: float = 180) -> str:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if text in (shown := (tmp / f"{name}.out").read_text()):
-            return shown
-        time.sleep(0.2)
-    pytest.fail(f"{name} never printed {text!r} in {timeout:.0f} s: {shown[-2000:]}")
-
-
-def _in(pid: int, function: str, file: str, timeout: float = 180) -> None:
-    """Until a py-spy dump shows `function` of `file` in one of the process's threads."""
-    spy, end = stacks.find(), time.monotonic() + timeout
-    while time.monotonic() < end:
-        with suppress(stacks.Failed):
-            frames = [f for s in stacks.dump(spy, pid) for f in s.frames]
-            if any(f.name.rsplit(".", 1)[-1] == function and f.filename.endswith(file) for f in frames):
-                return
-        time.sleep(0.5)
-    pytest.fail(f"process {pid} never reached {function} ({file}) in {timeout:.0f} s")
-
-
-ANSWER = Path(__file__).parent / "scenarios" / "answer.cpp"  # a real extension: x.answer() is 42
-READY = "ready: x.answer() = 42"
 
 
 def _stale_lock(tmp: Path) -> Path:
@@ -73,8 +35,8 @@ def _stale_lock(tmp: Path) -> Path:
 def test_a_stale_jit_lock_step_followed_as_printed_gets_the_server_ready(tmp_path: Path) -> None:
     extensions = _stale_lock(tmp_path)
     lock = extensions / "x" / "lock"
-    with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
-        _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+    with in_torch(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+        reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
         code, report, _ = diagnose_json(str(waiter.pid))
         (entry,) = report["processes"]
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["id"] == "TL-D101", report
@@ -88,9 +50,9 @@ def test_a_stale_jit_lock_step_followed_as_printed_gets_the_server_ready(tmp_pat
         text = diagnose_text(str(waiter.pid))
         assert text.returncode == 6 and text.stdout.splitlines()[-1] == f"Next: {entry['next']}", text.stdout
         assert lock.exists() and waiter.poll() is None  # read, nothing removed: still waiting
-        printed = text.stdout.splitlines()[-1].removeprefix("Next: ")
-        with running(["bash", "-c", printed], tmp_path, "again"):
-            shown = _printed(tmp_path, "again", READY)
+        step = text.stdout.splitlines()[-1].removeprefix("Next: ")
+        with running(["bash", "-c", step], tmp_path, "again"):
+            shown = printed(tmp_path, "again", READY)
             assert waiter.poll() is not None and "Error" not in shown, shown
             assert (extensions / "x" / "x.so").is_file() and not lock.exists()
 
@@ -99,8 +61,8 @@ def test_removing_a_stale_jit_lock_alone_ends_the_wait_in_an_import_error(tmp_pa
     """Why the step stops and starts the server: torch < 2.14's waiter imports after the wait, it
     does not build (what TL-D101's sentence says)."""
     extensions = _stale_lock(tmp_path)
-    with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
-        _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+    with in_torch(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+        reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
         (extensions / "x" / "lock").unlink()
         assert waiter.wait(timeout=60) != 0
         assert (
@@ -112,10 +74,10 @@ def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal
     extensions = _stale_lock(tmp_path)
     lock = extensions / "x" / "lock"
     lock.unlink()
-    with _running(tmp_path, "hold", "hold", str(lock)) as holder:
-        _printed(tmp_path, "hold", "held")
-        with _running(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
-            _in(waiter.pid, "wait", "torch/utils/file_baton.py")
+    with in_torch(tmp_path, "hold", "hold", str(lock)) as holder:
+        printed(tmp_path, "hold", "held")
+        with in_torch(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
+            reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
             code, report, _ = diagnose_json(str(waiter.pid))
             (entry,) = report["processes"]
             assert code == 6 and entry["finding"] == "jit-lock-held" and entry["id"] == "TL-D102", report
@@ -126,18 +88,6 @@ def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal
             assert lock.exists() and waiter.poll() is None
 
 
-def _inside(namespace_of: int, *args: str) -> tuple[int, dict[str, Any]]:
-    """diagnose --json run inside the PID and mount namespaces of a process (as in its container)."""
-    done = subprocess.run(
-        ["nsenter", f"--target={namespace_of}", "--pid", "--mount", "--", sys.executable, "-m", "patcher",
-         "diagnose", *args, "--json"],
-        capture_output=True, text=True, timeout=120, cwd=Path(__file__).parent.parent,
-    )  # fmt: skip
-    assert done.stdout and "Traceback" not in done.stderr, done.stderr
-    report: dict[str, Any] = json.loads(done.stdout)
-    return done.returncode, report
-
-
 def test_a_holder_in_another_pid_namespace_is_never_called_stale(tmp_path: Path) -> None:
     """The waiter and diagnose in a PID namespace of their own (a container, `kubectl exec`); the
     holder outside it, on the same directory: no removal, and where the holder may be. From the host
@@ -146,15 +96,15 @@ def test_a_holder_in_another_pid_namespace_is_never_called_stale(tmp_path: Path)
     lock = extensions / "x" / "lock"
     lock.unlink()
     python = torch_venv("2.10.0") / "bin" / "python"
-    with _running(tmp_path, "hold", "hold", str(lock)) as holder:
-        _printed(tmp_path, "hold", "held")
+    with in_torch(tmp_path, "hold", "hold", str(lock)) as holder:
+        printed(tmp_path, "hold", "held")
         unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
         with running(
             [*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)
         ) as shell:
-            (waiter,) = _children(shell.pid, 1)
-            _in(waiter, "wait", "torch/utils/file_baton.py")
-            code, report = _inside(waiter, str(procs.own_pid(waiter)))
+            (waiter,) = children(shell.pid, 1)
+            reaches(waiter, "wait", "torch/utils/file_baton.py")
+            code, report = inside(waiter, str(procs.own_pid(waiter)))
             (entry,) = report["processes"]
             assert code == 6 and entry["finding"] == "jit-lock-unseen" and entry["id"] == "TL-D104", report
             mount = locks.mount_of(waiter, str(lock))
@@ -179,8 +129,8 @@ def test_a_stale_lock_in_a_containers_namespaces_read_from_the_host_is_removed_i
     python = torch_venv("2.10.0") / "bin" / "python"
     unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
     with running([*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)) as shell:
-        (waiter,) = _children(shell.pid, 1)
-        _in(waiter, "wait", "torch/utils/file_baton.py")
+        (waiter,) = children(shell.pid, 1)
+        reaches(waiter, "wait", "torch/utils/file_baton.py")
         code, report, _ = diagnose_json(str(waiter))
         (entry,) = report["processes"]
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["container"], report
@@ -212,10 +162,10 @@ def test_a_file_baton_copy_in_a_package_of_another_name_is_named_with_its_lock(t
     (tmp_path / "jit").mkdir()
     lock = tmp_path / "jit" / "build.lock"
     lock.touch()
-    with _running(
+    with in_torch(
         tmp_path, "vendored", "vendored", str(_vendored(tmp_path)), str(tmp_path / "jit")
     ) as waiter:
-        _in(waiter.pid, "wait", "batonkit/utils.py")
+        reaches(waiter.pid, "wait", "batonkit/utils.py")
         code, report, _ = diagnose_json(str(waiter.pid))
         (entry,) = report["processes"]
         assert code == 6 and entry["finding"] == "jit-lock-stale", report
@@ -234,11 +184,11 @@ def test_an_flock_held_by_another_process_is_named_with_its_holder(
     tmp_path: Path, how: str, waits_in: tuple[str, str]
 ) -> None:
     lock = tmp_path / "cache.lock"
-    with _running(tmp_path, "flock", "flock", str(lock)) as holder:
-        _printed(tmp_path, "flock", "held")
-        with _running(tmp_path, how, how, str(lock)) as waiter:
-            _printed(tmp_path, how, "waiting")
-            _in(waiter.pid, *waits_in)
+    with in_torch(tmp_path, "flock", "flock", str(lock)) as holder:
+        printed(tmp_path, "flock", "held")
+        with in_torch(tmp_path, how, how, str(lock)) as waiter:
+            printed(tmp_path, how, "waiting")
+            reaches(waiter.pid, *waits_in)
             code, report, _ = diagnose_json(str(waiter.pid))
             (entry,) = report["processes"]
             assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-held", "TL-D105"), report
@@ -257,26 +207,18 @@ def _free_port() -> int:
         return port
 
 
-def _children(pid: int, count: int, timeout: float = 60) -> list[int]:
-    end = time.monotonic() + timeout
-    while len(found := procs.descendants(pid, procs.parents())) < count and time.monotonic() < end:
-        time.sleep(0.2)
-    assert len(found) >= count, found
-    return found
-
-
 def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_torch(tmp_path: Path) -> None:
     """Two ranks started as torchrun starts them: rank 0 in barrier(), rank 1 in the user's own code.
     Rank 0 alone names rank 1 and the collective; rank 1 alone is the rank its job waits for; the
     launcher's run exits 6 with the ranks' step first, and, on the shared venv's torch as it is
     (unpatched, unless a suite holding the venvs' lock patched it meanwhile), the eager torch second."""
     python = torch_venv("2.10.0") / "bin" / "python"
-    with _running(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
-        ranks = _children(launcher.pid, 2)
-        by_rank = {procs.command_line(pid)[-1]: pid for pid in ranks}
+    with in_torch(tmp_path, "ranks", "ranks", str(_free_port())) as launcher:
+        ranks = children(launcher.pid, 2)
+        by_rank = {argv(pid)[-1]: pid for pid in ranks}
         waiting, odd = by_rank["0"], by_rank["1"]
-        _in(waiting, "barrier", "torch/distributed/distributed_c10d.py")
-        _in(odd, "hold_back", "stalls.py")
+        reaches(waiting, "barrier", "torch/distributed/distributed_c10d.py")
+        reaches(odd, "hold_back", "stalls.py")
         spy, apply = shlex.quote(stacks.find()), f"torch-lazylog apply --python {python}"
 
         code, report, _ = diagnose_json(str(waiting))
@@ -320,18 +262,18 @@ def test_a_rank_read_alone_reads_its_job_and_the_stall_comes_before_the_eager_to
 
 def _carrying(parent: int) -> list[int]:
     """Live processes whose command line carries --parent=PARENT (the sidecar and its workers)."""
-    return [p for p in procs.pids() if f"--parent={parent}" in procs.command_line(p) and not procs.gone(p)]
+    return [p for p in procs.read().processes if f"--parent={parent}" in argv(p) and not procs.gone(p)]
 
 
 def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: Path) -> None:
-    with _running(tmp_path, "workers", "workers") as parent:
+    with in_torch(tmp_path, "workers", "workers") as parent:
         try:
-            shown = _printed(tmp_path, "workers", "sidecar ")
+            shown = printed(tmp_path, "workers", "sidecar ")
             sidecar = int(shown.split("sidecar ", 1)[1].split()[0])
             end = time.monotonic() + 120
             while len(_carrying(parent.pid)) < 2 and time.monotonic() < end:  # a worker runs the job
                 time.sleep(0.2)
-            _in(parent.pid, "_recv_msg", "compile_worker/subproc_pool.py")
+            reaches(parent.pid, "_recv_msg", "compile_worker/subproc_pool.py")
             code, report, _ = diagnose_json(str(parent.pid))
             (entry,) = report["processes"]  # the sidecar and its workers are read as the parent's
             assert entry["finding"] != "compile-workers-gone", report  # alive: waiting is normal
@@ -357,14 +299,19 @@ def test_a_compile_worker_sidecar_gone_under_a_waiting_pool_is_named(tmp_path: P
                     os.kill(pid, 9)
 
 
-def test_a_loop_compiling_new_functions_is_moving_and_exit_0(tmp_path: Path) -> None:
-    with _running(tmp_path, "compile", "compile") as process:
-        _printed(tmp_path, "compile", "\n2\n", timeout=300)  # warm: past the first compiles
+def test_a_loop_compiling_new_functions_is_moving_with_its_torchs_code(tmp_path: Path) -> None:
+    """Progress, never a stall; its exit code and step are its torch's (issue 53: one verdict for one
+    state, whether a read catches it busy or between two compiles): 1 and apply on an eager torch."""
+    with in_torch(tmp_path, "compile", "compile") as process:
+        printed(tmp_path, "compile", "\n2\n", timeout=300)  # warm: past the first compiles
         code, report, _ = diagnose_json(str(process.pid), "--samples", "5", "--interval", "0.2")
         (entry,) = report["processes"]
-        assert code == 0 and entry["finding"] == "moving" and entry["id"] == "TL-D401", report
+        assert entry["finding"] == "moving" and entry["id"] == "TL-D401", report
+        eager = report["state"] == "pristine"
+        apply = f"torch-lazylog apply --python {torch_venv('2.10.0') / 'bin' / 'python'}"
+        assert code == int(eager) and report["next"] == (apply if eager else None), report
         assert entry["evidence"]["cpu_s"] > 0 and entry["evidence"]["phase"], entry
-        assert "is busy and moving" in entry["message"] and report["next"] is None
+        assert "is busy and moving" in entry["message"]
         for word in ("rm ", "kill", "remove"):
             assert word not in entry["message"]
 
@@ -396,16 +343,16 @@ def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_withou
     start compiles with no sidecar."""
     go = tmp_path / "go"
     left: list[int] = []
-    with _running(
+    with in_torch(
         tmp_path, "fx", "fx", str(go), str(ops), TORCHINDUCTOR_FX_COMPILE_MODE="subprocess"
     ) as main:
         try:
-            sidecar = int(_printed(tmp_path, "fx", "sidecar ").split("sidecar ", 1)[1].split()[0])
-            left = procs.descendants(sidecar, procs.parents())  # its spawned worker and resource tracker
-            assert left and all("--parent=" not in procs.command_line(p) for p in left)
+            sidecar = int(printed(tmp_path, "fx", "sidecar ").split("sidecar ", 1)[1].split()[0])
+            left = procs.read().below(sidecar)  # its spawned worker and resource tracker
+            assert left and all("--parent=" not in argv(p) for p in left)
             os.kill(sidecar, 9)
             go.touch()
-            _in(main.pid, *wait)
+            reaches(main.pid, *wait)
             code, report, _ = diagnose_json(str(main.pid))
             alive = [p for p in left if not procs.gone(p)]
             (entry,) = report["processes"]
@@ -420,13 +367,9 @@ def test_a_sidecar_killed_in_subprocess_mode_is_named_and_the_step_starts_withou
                 "TORCHINDUCTOR_FX_COMPILE_MODE=normal" in step and "TORCHINDUCTOR_COMPILE_THREADS=1" in step
             )
             with running(["bash", "-c", step], tmp_path, "again") as again:
-                shown = _printed(tmp_path, "again", done, timeout=600)
+                shown = printed(tmp_path, "again", done, timeout=600)
                 assert "no sidecar" in shown and main.wait(timeout=30) == -15, shown
-                assert not [
-                    p
-                    for p in procs.descendants(again.pid, procs.parents())
-                    if "compile_worker" in " ".join(procs.command_line(p))
-                ]
+                assert not [p for p in procs.read().below(again.pid) if "compile_worker" in " ".join(argv(p))]
         finally:
             for pid in left:
                 with suppress(ProcessLookupError):

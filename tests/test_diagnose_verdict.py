@@ -13,7 +13,7 @@ from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice, Report
 from patcher.diagnose import render, stacks, verdict
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
-from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS
+from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, report
 
 DUMP = Path(__file__).parent / "data" / "diagnose" / "eager-depth26.json"
 EAGER, LAZY = EAGER_TORCH, LAZY_TORCH
@@ -27,6 +27,8 @@ UNKNOWN = TorchFacts(
         torch_version=None,
     ),
     100.0,
+    False,
+    "",
 )
 
 
@@ -141,10 +143,10 @@ def test_the_run_reports_the_most_severe_code() -> None:
         verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY, NOTHING_READ, RULES),
         False,
     )
-    report = render.report([lazy, eager], [], WORDS)
-    assert report.code == 1 and report.next == Advice("torch-lazylog apply --python /venv/bin/python")
-    assert report.message.count("PID ") == 2
-    assert render.report([lazy], [], WORDS).code == 0
+    said = report([lazy, eager])
+    assert said.code == 1 and said.next == Advice("torch-lazylog apply --python /venv/bin/python")
+    assert said.message.count("PID ") == 2
+    assert report([lazy]).code == 0
 
 
 def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
@@ -156,9 +158,7 @@ def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
     line = f"{program} apply --python /venv/bin/python"
     words = WORDS._replace(program=program)
     assert render.next_step(eager, words) == line
-    assert render.entry(eager, words)["next"] == line and render.report([eager], [], words).next == Advice(
-        line
-    )
+    assert render.entry(eager, words)["next"] == line and report([eager], words=words).next == Advice(line)
 
 
 def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
@@ -177,12 +177,12 @@ def test_links_are_followed_inside_the_process_root(tmp_path: Path) -> None:
 
 
 def test_every_process_entry_has_the_same_fields() -> None:
-    from patcher.diagnose.procs import Unreadable
+    from patcher.diagnose.model import Unreadable
 
     found = render.Diagnosed(
         _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
     )
-    unread = render.unreadable_entry(Unreadable(7, ExitCode.ENVIRONMENT, "Expected to read it"))
+    unread = render.unreadable_entry(Unreadable(7, "rights", "python serve.py", "memory map"), WORDS)
     assert list(render.entry(found, WORDS)) == list(unread) == list(render.ENTRY_FIELDS)
     assert unread["finding"] is None and unread["frames"] == [] and unread["exit_code"] == 4
 
@@ -190,7 +190,7 @@ def test_every_process_entry_has_the_same_fields() -> None:
 def test_a_long_command_line_is_cut_between_words() -> None:
     """A server's command line in a sentence: whole words and an ellipsis, never half a word (a
     first word too long on its own is the one cut inside)."""
-    from patcher.diagnose.procs import shown
+    from patcher.diagnose.render import shown
 
     argv = [
         "/opt/venv/bin/python",

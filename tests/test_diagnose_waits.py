@@ -16,6 +16,7 @@ from patcher.diagnose import locks, procs, waits
 from patcher.diagnose.model import Mount, ProcessFacts
 from tests import realdata
 from tests.conftest import need
+from tests.diagnosing import argv
 
 
 def _torch_source(name: str) -> str:
@@ -35,10 +36,12 @@ def test_torchs_wait_names_the_lock_its_caller_built_the_baton_with() -> None:
     caller = (jit, _line(jit, "baton.wait()"), {"build_directory": '"/tmp/run/ext/x"', "name": '"x"'})
     assert waits.polls(baton, sleeping)
     assert waits.waited(baton, sleeping, {"self": "<FileBaton at 0x7f>"}, caller) == waits.Wait(
-        waits.Path("/tmp/run/ext/x/lock")
+        waits.Spelling("/tmp/run/ext/x/lock")
     )
     cut = (jit, caller[1], {"build_directory": '"/tmp/run/ext/lo..."'})  # py-spy cut it short
-    assert waits.waited(baton, sleeping, {}, cut) == waits.Wait(waits.Path("/tmp/run/ext/lo", True, "/lock"))
+    assert waits.waited(baton, sleeping, {}, cut) == waits.Wait(
+        waits.Spelling("/tmp/run/ext/lo", True, "/lock")
+    )
 
 
 COPY = """import os, time
@@ -84,7 +87,7 @@ def until_ready(p):
 def test_a_copy_under_another_name_is_a_wait_on_its_path(
     line: int, own: waits.Locals, caller: tuple[str, int, waits.Locals] | None, expected: str
 ) -> None:
-    assert waits.waited(COPY, line, own, caller) == waits.Wait(waits.Path(expected))
+    assert waits.waited(COPY, line, own, caller) == waits.Wait(waits.Spelling(expected))
 
 
 @pytest.mark.parametrize(
@@ -101,7 +104,7 @@ def test_a_frame_that_waits_for_no_file_is_no_baton_wait(line: int, polling: boo
 
 
 def test_a_path_py_spy_cut_short_is_completed_only_when_one_file_fits(tmp_path: Path) -> None:
-    cut = waits.Path(f"{tmp_path}/ext/lo", True, "/lock")
+    cut = waits.Spelling(f"{tmp_path}/ext/lo", True, "/lock")
     (tmp_path / "ext" / "long_name").mkdir(parents=True)
     assert locks.whole_path("", cut) is None  # no lock file in it yet
     (tmp_path / "ext" / "long_name" / "lock").touch()
@@ -138,9 +141,10 @@ def test_a_files_mount_is_the_longest_mount_point_over_it() -> None:
     assert root is not None and root.point == "/"
 
 
-def _facts(pid: int, interpreter: str) -> ProcessFacts:
-    return ProcessFacts(pid, " ".join(procs.command_line(pid)), interpreter, 0.0, "", None, None, False,
-                        None, None, True, procs.parent_of(pid), procs.launch_of(procs.environ(pid)))  # fmt: skip
+def _facts(pid: int, interpreter: str, table: procs.ProcTable) -> ProcessFacts:
+    seen = table.processes[pid]
+    return ProcessFacts(pid, seen.command, interpreter, 0.0, "", None, None, False,
+                        None, None, True, seen.parent, procs.launch_of(seen.env))  # fmt: skip
 
 
 @pytest.mark.parametrize("rank", [pytest.param(None, id="a-server"), pytest.param("1", id="a-rank")])
@@ -153,9 +157,10 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
                              stdout=subprocess.PIPE, env=env | ({"RANK": rank, "WORLD_SIZE": "2"} if rank else {}))  # fmt: skip
     try:
         assert child.stdout is not None and child.stdout.readline() == b"\n"
-        start = locks.start_of(_facts(child.pid, sys.executable))
+        table = procs.read()
+        start = locks.start_of(_facts(child.pid, sys.executable, table), table)
         if rank:
-            assert (start.pid, start.argv) == (os.getpid(), tuple(procs.command_line(os.getpid())))
+            assert (start.pid, start.argv) == (os.getpid(), tuple(argv(os.getpid())))
         else:
             assert (start.pid, start.cwd) == (child.pid, str(tmp_path))
             assert start.argv == (sys.executable, "-c", code)  # found on PATH: its PATH goes along
@@ -169,10 +174,10 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        pytest.param('d + "/lock"', waits.Path("/run/ext/lock"), id="concatenated"),
-        pytest.param('f"{d}/lock"', waits.Path("/run/ext/lock"), id="f-string"),
-        pytest.param('Path(d) / "lock"', waits.Path("/run/ext/lock"), id="path-object"),
-        pytest.param('os.path.join(cut, "x", "lock")', waits.Path("/run/lo", True, "/x/lock"), id="cut-then-whole"),
+        pytest.param('d + "/lock"', waits.Spelling("/run/ext/lock"), id="concatenated"),
+        pytest.param('f"{d}/lock"', waits.Spelling("/run/ext/lock"), id="f-string"),
+        pytest.param('Path(d) / "lock"', waits.Spelling("/run/ext/lock"), id="path-object"),
+        pytest.param('os.path.join(cut, "x", "lock")', waits.Spelling("/run/lo", True, "/x/lock"), id="cut-then-whole"),
         pytest.param('cut + "/lock"', None, id="cut-then-concatenated"),
         pytest.param('os.path.join(cut, cut)', None, id="cut-twice"),
         pytest.param("locate(d)", None, id="a-call-of-its-own"),
@@ -181,7 +186,7 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
     ],
 )  # fmt: skip
 def test_a_path_expression_is_evaluated_from_string_locals_only(
-    expression: str, expected: waits.Path | None
+    expression: str, expected: waits.Spelling | None
 ) -> None:
     found = {"d": '"/run/ext"', "cut": '"/run/lo..."', "n": "3"}
     assert waits.evaluate(ast.parse(expression, mode="eval").body, found) == expected
@@ -191,7 +196,9 @@ KEYWORD = COPY.replace("b = Baton(lockPath)", "b = Baton(where=lockPath)")
 
 
 def test_a_wait_whose_path_cannot_be_told_is_still_a_wait() -> None:
-    assert waits.waited(KEYWORD, 10, {}, (KEYWORD, 15, {"lockPath": '"/l"'})) == waits.Wait(waits.Path("/l"))
+    assert waits.waited(KEYWORD, 10, {}, (KEYWORD, 15, {"lockPath": '"/l"'})) == waits.Wait(
+        waits.Spelling("/l")
+    )
     assert waits.waited(COPY, 10, {}, (COPY, 15, {})) == waits.Wait(None)  # its caller names no string
     assert waits.waited(COPY, 10, {}, ("def broken(:\n", 1, {})) == waits.Wait(None)
     assert waits.waited(

@@ -1,6 +1,7 @@
-"""diagnose's findings as data (patches/diagnose_findings.json, shipped as patcher/patches/): each an ID,
-the frames that match it, the evidence it reads, its sentence and its step. Parsed into typed rules;
-matching a stack against them is pure."""
+"""diagnose's one table (patches/diagnose_findings.json, shipped as patcher/patches/): each kind of
+finding with its ID, exit code, severity, sentence and step, the frames that match it and the evidence
+it reads; each reason a process could not be read with its exit code and sentence. Parsed into typed
+declarations that the verdict, render and the JSON read; matching a stack against them is pure."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from patcher.core.exitcodes import ExitCode
-from patcher.diagnose.model import Frame, Kind, Stack
+from patcher.diagnose.model import FindingKind, Frame, Problem, Stack
 
 NAME = "diagnose_findings.json"
 TORCH_CODE = "TORCH"  # the code of the loaded torch's state (verify's)
@@ -30,10 +31,13 @@ class FramePattern(NamedTuple):
 ThreadPattern = tuple[FramePattern, ...]  # every one present in one thread's stack
 
 
-class Rule(NamedTuple):
+class Declaration(NamedTuple):
+    """One kind of finding as the table declares it."""
+
     id: str
-    kind: Kind
+    kind: FindingKind
     code: ExitCode | None  # None: the loaded torch's (verify's) code
+    first: bool  # outranks every exit code: the hang torch-lazylog fixes, seen in the act
     said: str
     next: str | None
     threads: tuple[ThreadPattern, ...]  # empty: judged by code (`judged`)
@@ -47,21 +51,30 @@ class Rule(NamedTuple):
         return self.evidence == "lock" and not self.threads
 
 
+class Unread(NamedTuple):
+    """A reason a process could not be read, as the table declares it."""
+
+    code: ExitCode  # OK: a note, which changes no exit code
+    said: dict[str, str]  # the sentence, by the reader's rights where they decide it ("any" otherwise)
+
+
 class Phase(NamedTuple):
     frame: FramePattern
     phase: str  # may name `{function}`
 
 
-class Rules(NamedTuple):
-    findings: tuple[Rule, ...]
+class Catalog(NamedTuple):
+    findings: tuple[Declaration, ...]
+    unread: dict[Problem, Unread]
+    severity: tuple[ExitCode, ...]  # the exit codes, most severe first: the run's exit is the first met
     helpers: tuple[str, ...]  # a command line naming one of these is a helper of its parent
     phases: tuple[Phase, ...]
     importing: tuple[FramePattern, ...]  # a stack with one of these imports: busy, but not compiling
 
-    def by_kind(self, kind: str) -> Rule:
+    def by_kind(self, kind: str) -> Declaration:
         return next(r for r in self.findings if r.kind == kind)
 
-    def matched(self) -> tuple[Rule, ...]:
+    def matched(self) -> tuple[Declaration, ...]:
         return tuple(r for r in self.findings if r.threads)
 
 
@@ -78,11 +91,12 @@ def _frame(data: dict[str, Any]) -> FramePattern:
     )
 
 
-def _rule(data: dict[str, Any]) -> Rule:
-    return Rule(
+def _declared(data: dict[str, Any]) -> Declaration:
+    return Declaration(
         id=data["id"],
         kind=data["kind"],
         code=None if data["code"] == TORCH_CODE else ExitCode[data["code"]],
+        first=data.get("first", False),
         said=data["said"],
         next=data.get("next"),
         threads=tuple(tuple(map(_frame, thread)) for thread in data.get("threads", [])),
@@ -92,10 +106,15 @@ def _rule(data: dict[str, Any]) -> Rule:
     )
 
 
-def parse(text: str) -> Rules:
+def parse(text: str) -> Catalog:
     data = json.loads(text)
-    return Rules(
-        findings=tuple(map(_rule, data["findings"])),
+    return Catalog(
+        findings=tuple(map(_declared, data["findings"])),
+        unread={
+            why: Unread(ExitCode[u["code"]], u["said"] if isinstance(u["said"], dict) else {"any": u["said"]})
+            for why, u in data["unread"].items()
+        },
+        severity=tuple(ExitCode[code] for code in data["severity"]),
         helpers=tuple(data["helpers"]),
         phases=tuple(Phase(_frame(p), p["phase"]) for p in data["phases"]),
         importing=tuple(map(_frame, data["importing"])),
@@ -116,7 +135,7 @@ def _text() -> str:
 
 
 @functools.cache
-def load() -> Rules:
+def load() -> Catalog:
     return parse(_text())
 
 
@@ -124,14 +143,14 @@ def thread_matches(stack: Stack, pattern: ThreadPattern) -> bool:
     return all(any(p.matches(frame) for frame in stack.frames) for p in pattern)
 
 
-def sample_matches(sample: tuple[Stack, ...], rule: Rule) -> bool:
-    return bool(rule.threads) and all(any(thread_matches(s, t) for s in sample) for t in rule.threads)
+def sample_matches(sample: tuple[Stack, ...], declared: Declaration) -> bool:
+    return bool(declared.threads) and all(any(thread_matches(s, t) for s in sample) for t in declared.threads)
 
 
-def waiting_frame(sample: tuple[Stack, ...], rule: Rule) -> Frame | None:
-    """Where the process waits: the outermost frame the rule's first thread pattern names (the
-    caller that decided to wait: `AsyncCompile.wait` over `Future.result`)."""
+def waiting_frame(sample: tuple[Stack, ...], declared: Declaration) -> Frame | None:
+    """Where the process waits: the outermost frame the first thread pattern names (the caller that
+    decided to wait: `AsyncCompile.wait` over `Future.result`)."""
     for stack in sample:
-        if rule.threads and thread_matches(stack, rule.threads[0]):
-            return [f for f in stack.frames if any(p.matches(f) for p in rule.threads[0])][-1]
+        if declared.threads and thread_matches(stack, declared.threads[0]):
+            return [f for f in stack.frames if any(p.matches(f) for p in declared.threads[0])][-1]
     return None

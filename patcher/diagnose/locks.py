@@ -1,12 +1,19 @@
-"""A process that waits on a lock: which lock, who holds it, whether every process that could hold it
-is in view, and how the process was started (for a step that stops and starts it again).
+"""A process that waits on a lock: which lock, by which protocol, who holds it, whether every process
+that could hold it is in view, how the process was started and what diagnose can do towards it (for
+a step that stops and starts it again, and works where diagnose runs).
 
-Recognised by what the code does (patcher/diagnose/waits.py), not by whose file it is: a thread
-that stays in a loop that sleeps between tries, waiting for a file to vanish (torch's FileBaton and
-its copies), or trying an OS lock (flock or fcntl, as `filelock` does) that /proc/locks shows another
-process holding; or a thread the kernel blocks on an OS lock (`->` in /proc/locks).
+A file is its (st_dev, st_ino), whatever its spelling: a holder is a process with an open fd whose
+`os.stat` is the waited file's (reached through the waiter's /proc/PID/root), never a path's text.
 
-Read only: the frames' source files, /proc/locks, /proc/PID/{fd,mountinfo,cwd,environ,cmdline}.
+The protocol (PROTOCOLS, data) is recognised from the waiting frames: torch's FileBaton, filelock's
+SoftFileLock and FileLock, torch 2.14's FileLock; else by what the code does (patcher/diagnose/waits.py):
+a thread that stays in a loop that sleeps between tries waiting for a file to vanish is FileBaton's
+protocol when its class keeps a file it created exclusively (a copy of FileBaton), and a marker of
+unknown protocol otherwise; a loop trying an OS lock that /proc/locks shows another process holding,
+or a thread the kernel blocks on one (`->` in /proc/locks), is the kernel's.
+
+Read only: the frames' source files, /proc/locks, /proc/self/status, /proc/PID/{fd,mountinfo,cwd,
+environ,cmdline,cgroup,root}.
 """
 
 from __future__ import annotations
@@ -14,18 +21,58 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import platform
+import pwd
 import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.diagnose import procs, stacks, waits
-from patcher.diagnose.model import Frame, Lock, Mount, ProcessFacts, Sample, Stack, Start
+from patcher.diagnose import procs, waits
+from patcher.diagnose.model import (
+    Frame,
+    Holder,
+    Lock,
+    Mount,
+    ProcessFacts,
+    Protocol,
+    Reach,
+    Sample,
+    Stack,
+    Start,
+)
+from patcher.diagnose.procs import ProcTable
 
 PROC = Path("/proc")
-# Filesystems whose files other hosts may open: a holder there is out of any local view.
-NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
+
+
+class KnownWait(NamedTuple):
+    """A lock's waiting frame: its file (the end of its path), its functions, and the class of the
+    object that waits (py-spy shows `self` as `<CLASS at 0x...>`; () for any)."""
+
+    protocol: Protocol
+    file: str
+    functions: tuple[str, ...]
+    classes: tuple[str, ...] = ()
+
+
+# Matched in order against a waiting thread's frames; filelock's frames are its 3.x (_api.py) and
+# 4.x (_core/_acquire.py) acquire loops, the class telling its SoftFileLock from its FileLock (and
+# torch 2.14's FileLock, torch/utils/_filelock.py, a subclass of it).
+PROTOCOLS = (
+    KnownWait("baton", "torch/utils/file_baton.py", ("wait",)),
+    KnownWait("baton", "aiter/jit/utils/file_baton.py", ("wait",)),
+    KnownWait("soft", "filelock/_core/_acquire.py", ("_poll_until_acquired",), ("SoftFileLock", "MarkerSoftFileLock")),
+    KnownWait("soft", "filelock/_api.py", ("acquire",), ("SoftFileLock",)),
+    KnownWait("kernel", "filelock/_core/_acquire.py", ("_poll_until_acquired",), ("UnixFileLock", "FileLock")),
+    KnownWait("kernel", "filelock/_api.py", ("acquire",), ("UnixFileLock", "FileLock")),
+    KnownWait("kernel", "torch/utils/_filelock.py", ("__enter__",)),
+)  # fmt: skip
+# The protocols whose holder keeps the file open while it holds it: with every possible holder in
+# view, none holding it open proves it left behind. A kernel lock is never left behind; a marker's
+# maker may have closed it and live on.
+HELD_OPEN: tuple[Protocol, ...] = ("baton", "soft")
 
 
 class OsLock(NamedTuple):
@@ -63,12 +110,13 @@ def parse_locks(text: str) -> list[OsLock]:
     return found
 
 
-def _identity(path: str) -> tuple[tuple[int, int], int] | None:
+def _identity(path: str) -> tuple[tuple[int, int], int, procs.Identity] | None:
+    """The file's device (major, minor) and inode as /proc/locks names them, and its identity."""
     try:
         st = os.stat(path)
     except OSError:
         return None
-    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino
+    return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino, (st.st_dev, st.st_ino)
 
 
 def initial_pid_namespace() -> bool:
@@ -105,7 +153,7 @@ def mount_of(pid: int, path: str) -> Mount | None:
 
 
 def shared_by_hosts(mount: Mount | None) -> bool:
-    return mount is not None and mount.fstype.split(".")[0] in NETWORK
+    return mount is not None and mount.network
 
 
 def all_in_view(mount: Mount | None) -> bool:
@@ -142,25 +190,27 @@ def polling(process: ProcessFacts, samples: list[Sample]) -> list[str]:
     return found
 
 
-def waited(spy: str, process: ProcessFacts, samples: list[Sample]) -> Lock | None:
-    """The lock the process waits on, or None when it waits on none (read only when it sleeps in a
-    poll, or the kernel blocks it on an OS lock)."""
-    table = os_locks()
-    blocked = _blocked(process, samples, table)
+def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]) -> Lock | None:
+    """The lock the process waits on, or None when it waits on none (it sleeps in a poll, or the
+    kernel blocks it on an OS lock). The last sample is the one dumped with the frames' locals."""
+    blocked = _blocked(process, samples, seen, table) or _in_lock_call(process, samples, seen, table)
     if blocked is not None:
         return blocked
     threads = polling(process, samples)
-    if not threads:
-        return None
-    try:
-        sample = stacks.dump(spy, process.pid, with_locals=True)
-    except stacks.Failed:
-        sample = samples[-1]
-    for stack in (s for s in sample if s.thread in threads and s.frames):
-        found = _baton(process, stack) or _os_lock(process, stack, table)
+    for stack in (s for s in (samples[-1] if threads else ()) if s.thread in threads and s.frames):
+        found = (
+            _known(process, stack, seen, table)
+            or _vanishing(process, stack, seen, None)
+            or _os_lock(process, stack, seen, table)
+        )
         if found is not None:
             return found
     return None
+
+
+def _holders(pids: list[int], seen: ProcTable) -> tuple[Holder, ...]:
+    found = [seen.processes[p] for p in pids if p in seen.processes]
+    return tuple(Holder(s.pid, s.command, s.state, s.wchan) for s in found)
 
 
 def _caller(process: ProcessFacts, stack: Stack) -> tuple[str, int, waits.Locals] | None:
@@ -171,26 +221,84 @@ def _caller(process: ProcessFacts, stack: Stack) -> tuple[str, int, waits.Locals
     return (source, frame.line, dict(frame.locals)) if source is not None else None
 
 
-def _baton(process: ProcessFacts, stack: Stack) -> Lock | None:
-    """A wait for a lock file to vanish (FileBaton and its copies)."""
+def _class_of(frame: Frame) -> str:
+    """The class of the frame's `self`, as py-spy shows it (`<SoftFileLock at 0x7f...>`)."""
+    shown = dict(frame.locals).get("self", "")
+    return shown[1:].split(" ", 1)[0] if shown.startswith("<") else ""
+
+
+def protocol_of(stack: Stack) -> tuple[KnownWait, Frame] | None:
+    """The first row of PROTOCOLS one of the thread's frames is (its file, function and class)."""
+    for known in PROTOCOLS:
+        for frame in stack.frames:
+            named = frame.name.rsplit(".", 1)[-1] in known.functions
+            ours = not known.classes or _class_of(frame) in known.classes
+            if named and ours and frame.filename.endswith("/" + known.file):
+                return known, frame
+    return None
+
+
+def _known(process: ProcessFacts, stack: Stack, seen: ProcTable, table: list[OsLock]) -> Lock | None:
+    """A wait whose frames name its protocol: a FileBaton's (its path as the loop's test names it),
+    or filelock's (the path a string local of its acquire loop holds)."""
+    found = protocol_of(stack)
+    if found is None:
+        return None
+    known, frame = found
+    if known.protocol == "baton":
+        return _vanishing(process, stack, seen, "baton")
+    path = next(_strings((frame,)), None)
+    if path is None:
+        return Lock(known.protocol, "", "", None, (), stack.frames[0], whole=False)
+    if known.protocol == "kernel":
+        return _held(process, path, seen, table, stack.frames[0], needs_row=False)
+    return _file(process, path, known.protocol, stack.frames[0], seen)
+
+
+def _vanishing(
+    process: ProcessFacts, stack: Stack, seen: ProcTable, protocol: Protocol | None
+) -> Lock | None:
+    """A wait for a file to vanish: FileBaton's protocol (named, or its code's shape: a class that
+    keeps a file it created exclusively), else a marker of unknown protocol."""
     top = stack.frames[0]
     source = _source(process.root, top.filename)
     wait = waits.waited(source, top.line, dict(top.locals), _caller(process, stack)) if source else None
-    if wait is None:
+    if wait is None or source is None:
         return None
+    protocol = protocol or ("baton" if waits.keeps_open(source, top.line) else "marker")
     path = whole_path(process.root, wait.path) if wait.path is not None else None
     if path is None:
         shown = wait.path.head + waits.CUT if wait.path is not None else ""
-        return Lock(shown, process.root + shown if shown else "", None, (), top, whole=False)
+        return Lock(protocol, shown, process.root + shown if shown else "", None, (), top, whole=False)
+    return _file(process, path, protocol, top, seen)
+
+
+def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame, seen: ProcTable) -> Lock:
+    """A lock file and the processes that hold it open: an fd whose `os.stat` is the file's device
+    and inode, by whatever path they opened it (never the path's text)."""
     read_at = process.root + path
-    holders, unread = procs.holding(path, read_at)
+    identity = _identity(read_at)
+    pids, unread = seen.holding(identity[2]) if identity else ([], 0)
+    holders = _holders(pids, seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
-        path, read_at, _age(read_at), holders, top, unread=unread, mount=mount, seen=all_in_view(mount)
-    )
+        protocol, path, read_at, _age(read_at), holders, waiting, unread=unread, mount=mount,
+        seen=all_in_view(mount), owner=_owner(read_at),
+    )  # fmt: skip
 
 
-def whole_path(root: str, path: waits.Path) -> str | None:
+def _owner(read_at: str) -> str:
+    try:
+        uid = os.stat(read_at).st_uid
+    except OSError:
+        return ""
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def whole_path(root: str, path: waits.Spelling) -> str | None:
     """The path; for one py-spy cut short, the one file that completes it (None: none, or several)."""
     if not path.cut:
         return path.head
@@ -205,37 +313,50 @@ def _age(read_at: str) -> float | None:
         return None
 
 
-def _strings(stack: Stack) -> Iterator[str]:
-    for frame in stack.frames:
+def _strings(frames: tuple[Frame, ...]) -> Iterator[str]:
+    for frame in frames:
         for _, shown in frame.locals:
             text = waits.string(shown)
             if text is not None and not text.cut and text.head.startswith("/"):
                 yield text.head
 
 
-def _os_lock(process: ProcessFacts, stack: Stack, table: list[OsLock]) -> Lock | None:
+def _os_lock(process: ProcessFacts, stack: Stack, seen: ProcTable, table: list[OsLock]) -> Lock | None:
     """A poll that tries an OS lock: a string local names a file another process holds locked."""
-    for path in dict.fromkeys(_strings(stack)):
-        lock = _held(process, path, table, stack.frames[0])
+    for path in dict.fromkeys(_strings(stack.frames)):
+        lock = _held(process, path, seen, table, stack.frames[0], needs_row=True)
         if lock is not None:
             return lock
     return None
 
 
-def _held(process: ProcessFacts, path: str, table: list[OsLock], waiting: Frame | None) -> Lock | None:
+def _held(
+    process: ProcessFacts,
+    path: str,
+    seen: ProcTable,
+    table: list[OsLock],
+    waiting: Frame | None,
+    needs_row: bool,
+) -> Lock | None:
+    """An OS lock on `path` and its holders in /proc/locks (which leaves out the holders outside this
+    PID namespace: none there proves nothing)."""
     read_at = process.root + path
     identity = _identity(read_at)
-    rows = [r for r in table if (r.device, r.inode) == identity and not r.blocked and r.pid != process.pid]
-    if identity is None or not rows:
+    rows = [r for r in table if identity and (r.device, r.inode) == identity[:2] and not r.blocked]
+    rows = [r for r in rows if r.pid != process.pid]
+    if needs_row and (identity is None or not rows):
         return None
-    holders = tuple(procs.holder(pid) for pid in dict.fromkeys(r.pid for r in rows))
+    holders = _holders(list(dict.fromkeys(r.pid for r in rows)), seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
     return Lock(
-        path, read_at, _age(read_at), holders, waiting, os=rows[0].type, mount=mount, seen=all_in_view(mount)
-    )
+        "kernel", path, read_at, _age(read_at), holders, waiting, os=rows[0].type if rows else "",
+        mount=mount, seen=all_in_view(mount), owner=_owner(read_at),
+    )  # fmt: skip
 
 
-def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) -> Lock | None:
+def _blocked(
+    process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]
+) -> Lock | None:
     """A thread the kernel blocks on an OS lock (flock or fcntl without a non-blocking flag): the
     file is one of its open files."""
     wanted = {(r.device, r.inode) for r in table if r.blocked and r.pid == process.pid}
@@ -246,21 +367,93 @@ def _blocked(process: ProcessFacts, samples: list[Sample], table: list[OsLock]) 
         return None
     innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
     for fd in open_fds:
-        if _identity(str(fds / fd)) in wanted:
+        identity = _identity(str(fds / fd))
+        if identity is not None and identity[:2] in wanted:
             with contextlib.suppress(OSError):
-                lock = _held(process, os.readlink(fds / fd), table, innermost)
+                lock = _held(process, os.readlink(fds / fd), seen, table, innermost, needs_row=True)
                 if lock is not None:
                     return lock
     return None
 
 
-def start_of(process: ProcessFacts) -> Start:
+# The system calls a thread blocks in on an OS lock, by machine (asm/unistd.h): flock, and fcntl,
+# with F_SETLKW (7) or F_OFD_SETLKW (38) as its command.
+LOCK_CALLS = {"x86_64": (73, 72), "aarch64": (32, 25)}
+WAITING_FCNTL = (7, 38)
+
+
+def _in_lock_call(
+    process: ProcessFacts, samples: list[Sample], seen: ProcTable, table: list[OsLock]
+) -> Lock | None:
+    """A thread in a blocking flock or fcntl call (its /proc/PID/task/TID/syscall), the file named by
+    the call's descriptor: the wait is named even when /proc/locks leaves out its holder (a process
+    outside this PID namespace) and with it the waiter's own row."""
+    calls = LOCK_CALLS.get(platform.machine())
+    try:
+        tasks = os.listdir(PROC / str(process.pid) / "task") if calls else []
+    except OSError:
+        return None
+    innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
+    for task in tasks:
+        words = _read(f"{PROC}/{process.pid}/task/{task}/syscall").split()
+        if len(words) < 3 or not words[0].isdigit() or calls is None:
+            continue
+        number, fd, command = int(words[0]), int(words[1], 16), int(words[2], 16)
+        if number == calls[0] or (number == calls[1] and command in WAITING_FCNTL):
+            with contextlib.suppress(OSError):
+                path = os.readlink(PROC / str(process.pid) / "fd" / str(fd))
+                return _held(process, path, seen, table, innermost, needs_row=False)
+    return None
+
+
+CAP_SYS_ADMIN = 21  # its bit in /proc/PID/status's CapEff: what `nsenter --mount` needs
+
+
+def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
+    """What diagnose can do where it runs towards the process: whether it shares its mounts, may
+    enter them, sees it as its own PID namespace's PID 1; and the container or pod it is, when its
+    cgroup or its runtime's files say."""
+    env = seen.processes[process.pid].env if process.pid in seen.processes else {}
+    hostname = _read(process.root + "/etc/hostname").strip() or env.get("HOSTNAME", "")
+    docker = re.search(r"docker[-/]([0-9a-f]{64})", _read(f"/proc/{process.pid}/cgroup"))
+    container = docker[1][:12] if docker else None
+    if (
+        container is None
+        and os.path.exists(process.root + "/.dockerenv")
+        and re.fullmatch("[0-9a-f]{12}", hostname)
+    ):
+        container = hostname  # Docker names a container's host after its ID unless told otherwise
+    pod = hostname if "KUBERNETES_SERVICE_HOST" in env and hostname else None
+    return Reach(
+        not process.container,
+        _capable(CAP_SYS_ADMIN),
+        process.pid == 1,
+        not initial_pid_namespace(),
+        container,
+        pod,
+    )
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _capable(bit: int) -> bool:
+    status = _read("/proc/self/status")
+    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
+    return bool(int(mask, 16) >> bit & 1)
+
+
+def start_of(process: ProcessFacts, seen: ProcTable) -> Start:
     """How to start it again: its own command line (a bare `python` named as the interpreter it
     runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
     ranked = process.launch.rank is not None or process.launch.job is not None
     if ranked and process.parent > 1:
-        return procs.start_of(process.parent, procs.environ(process.parent))
-    start = procs.start_of(process.pid, procs.environ(process.pid))
+        return procs.start_of(process.parent, seen)
+    start = procs.start_of(process.pid, seen)
     argv = start.argv
     if argv and not argv[0].startswith("/") and "python" in argv[0]:
         return start._replace(argv=(process.interpreter, *argv[1:]))

@@ -37,6 +37,7 @@ class Launch(NamedTuple):
     master: str | None  # MASTER_ADDR:MASTER_PORT, the rendezvous every rank of a job names
     rank: int | None  # RANK
     world_size: int | None  # WORLD_SIZE
+    local_world_size: int | None  # LOCAL_WORLD_SIZE: the ranks torchrun started on this machine
 
     @property
     def job(self) -> str | None:
@@ -56,25 +57,17 @@ class ProcessFacts(NamedTuple):
     torch_logs: str | None  # TORCH_LOGS in its environment
     pycache_prefix: str | None  # PYTHONPYCACHEPREFIX in its environment, as this tool reads it
     owns_torch: bool  # its interpreter lives beside its torch: `apply --python` reaches it
-    parent: int  # its parent's PID: ranks of one server are siblings
-    launch: Launch  # what a launcher (torchrun, mp.spawn's script) put in its environment
-
-    @property
-    def rank(self) -> str:
-        """`PID 12 (rank 1)`: the rank from its environment, when a launcher set RANK."""
-        return f"PID {self.pid}" + (f" (rank {self.launch.rank})" if self.launch.rank is not None else "")
+    parent: int  # its parent's PID
+    launch: Launch  # what a launcher (torchrun, a script that sets the variables) put in its environment
 
     @property
     def container(self) -> bool:
         return bool(self.root)
 
     def same_job(self, other: ProcessFacts) -> bool:
-        """Ranks of one job: the same launcher's run ID or rendezvous; else siblings, unless their
-        launchers' variables name two jobs."""
-        mine, theirs = self.launch.job, other.launch.job
-        if mine and theirs:
-            return mine == theirs
-        return self.parent == other.parent
+        """Ranks of one job: the same launcher's run ID or rendezvous. A process without them is no
+        rank, whoever started it."""
+        return self.launch.job is not None and self.launch.job == other.launch.job
 
 
 class TorchFacts(NamedTuple):
@@ -83,14 +76,29 @@ class TorchFacts(NamedTuple):
 
     report: Report
     changed: float | None  # graph.py's ctime: when it was last written, renamed or reinstalled
+    mid_write: bool  # an apply or revert held the torch directory's lock while it was read
+    unread: str  # why its files could not be read (the OS's reason); '' when they were
 
 
-Kind = Literal[
+FindingKind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
-    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held",
-    "compile-workers-gone", "compile-workers-gone-writing",
-    "ranks-out-of-step", "ranks-waiting-for-progress", "in-collective", "rank-awaited", "moving",
+    "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "marker-wait", "soft-lock-stale",
+    "os-lock-held", "os-lock-unseen",
+    "compile-workers-gone", "compile-workers-gone-writing", "ranks-out-of-step",
+    "ranks-waiting-for-progress", "in-collective", "rank-absent", "rank-awaited", "moving",
 ]  # fmt: skip
+
+# Why a process was not read: each has its sentence and exit code in the findings' table.
+Problem = Literal["missing", "zombie", "exited", "not-python", "no-torch", "rights", "py-spy", "none"]
+
+
+class Unreadable(NamedTuple):
+    """A process diagnose could not read, and why (the sentence is render's, from the table)."""
+
+    pid: int
+    why: Problem
+    command: str  # its command line, as far as it was read
+    detail: str = ""  # rights: what could not be read (`memory map`, `stacks`); py-spy: its reason
 
 
 class Holder(NamedTuple):
@@ -102,6 +110,10 @@ class Holder(NamedTuple):
     wchan: str  # the kernel function it sleeps in ('' when running)
 
 
+# Filesystems whose files other hosts may open: a holder there is out of any local view.
+NETWORK = ("nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "gpfs", "beegfs", "ceph", "glusterfs", "fuse")
+
+
 class Mount(NamedTuple):
     """The mount a file is on, as /proc/PID/mountinfo gives it (the longest mount point over it)."""
 
@@ -109,8 +121,22 @@ class Mount(NamedTuple):
     fstype: str  # ext4, overlay, nfs4, fuse.sshfs, ...
     source: str  # /dev/vda, server:/export, overlay, ...
 
+    @property
+    def network(self) -> bool:
+        """Other hosts may mount it."""
+        return self.fstype.split(".")[0] in NETWORK
+
+
+# How a waited file is locked, which decides what proves its holder alive (patcher/diagnose/locks.py):
+# baton: torch's FileBaton and its copies, created exclusively and kept open until removed;
+# soft: filelock's SoftFileLock, the same; kernel: an flock or fcntl lock (filelock's FileLock, torch
+# 2.14's), released by the kernel when its holder ends; marker: a loop waiting for a file to vanish,
+# whose maker may have closed it (no protocol known: nobody holding it open proves nothing).
+Protocol = Literal["baton", "soft", "kernel", "marker"]
+
 
 class Lock(NamedTuple):
+    protocol: Protocol
     path: str  # as the process names it ('' when no frame's locals name it)
     read_at: str  # the same file as this tool reaches it (through /proc/PID/root for a container)
     age: float | None  # seconds since it was created; None when no such file
@@ -118,11 +144,23 @@ class Lock(NamedTuple):
     waiting: Frame | None  # the loop that waits (FileBaton.wait, filelock's poll; None: none read)
     whole: bool = True  # False: py-spy cut the path short, and no one file completes it
     unread: int = 0  # processes whose open files this tool could not read (a holder may hide there)
-    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for a lock file that must vanish
+    os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for none there (or no OS lock)
+    owner: str = ""  # the file's owner (user name, else uid), for a marker
     mount: Mount | None = None
     # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
     # the lock is on its container's own root; and it is not on a network or cluster filesystem.
     seen: bool = True
+
+
+class Reach(NamedTuple):
+    """What diagnose can do where it runs, towards a process: for a step that works there."""
+
+    same_mounts: bool  # it shares the process's mount namespace: the process's paths are its own
+    mount_rights: bool  # CAP_SYS_ADMIN in effect: `nsenter --mount` may enter the process's
+    pid_one_here: bool  # the process is PID 1 of diagnose's own PID namespace (a signal to it is dropped)
+    own_pid_namespace: bool  # diagnose runs in a PID namespace of its own: processes outside are not in view
+    container: str | None  # `docker restart NAME` names it (a Docker container's ID, from its cgroup)
+    pod: str | None  # `kubectl delete pod NAME` (a Kubernetes pod, from its cgroup and hostname)
 
 
 class Start(NamedTuple):
@@ -161,29 +199,34 @@ class Evidence(NamedTuple):
     workers: Workers | None
     cpu: Cpu | None
     start: Start | None  # how the process waiting on a lock was started, for a step that restarts it
+    children: tuple[int, ...]  # processes it started that are read as part of it, not on their own
+    reach: Reach | None  # what diagnose can do towards the process waiting on a lock
 
 
-class Rank(NamedTuple):
-    """A peer rank as a waiting rank's finding names it."""
+class Peer(NamedTuple):
+    """Another rank of the job as a waiting rank's finding names it."""
 
     pid: int
     rank: int | None  # its RANK, when its launcher set one
-    kind: Kind
+    kind: FindingKind
     where: str
 
 
 class Peers(NamedTuple):
-    """A rank's job as read on this machine: its siblings (same parent) and the processes with its
-    launcher's run ID or rendezvous, each read whether given or not."""
+    """A rank's job as read on this machine: the processes with its launcher's run ID or rendezvous,
+    each read whether given or not."""
 
     collective: str  # the function the waiting ranks wait in (`barrier`)
     waiting: tuple[int, ...]  # the job's ranks in a collective (itself included when it is one)
-    odd: tuple[Rank, ...]  # the job's ranks that are not
+    odd: tuple[Peer, ...]  # the job's ranks that are not
     absent: tuple[int, ...]  # the ranks of WORLD_SIZE no process on this machine is
+    here: (
+        bool  # the whole job runs on this machine (a loopback rendezvous, or LOCAL_WORLD_SIZE == WORLD_SIZE)
+    )
 
 
 class Finding(NamedTuple):
-    kind: Kind
+    kind: FindingKind
     code: ExitCode
     samples: int
     in_formatting: int  # samples with operator_str called as this kind says (eager or via logging)
@@ -195,4 +238,4 @@ class Finding(NamedTuple):
     waiting: Frame | None = None  # where it waits, for a stall
     phase: str | None = None  # what a busy process is doing
     peers: Peers | None = None
-    awaited_by: tuple[int, ...] = ()  # sibling ranks waiting for this one in a collective
+    awaited_by: tuple[int, ...] = ()  # ranks of its job waiting for this one in a collective

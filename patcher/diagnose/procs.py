@@ -1,171 +1,192 @@
-"""What /proc says about a process: the torch it loaded, its interpreter, its start, its descendants;
-and what the findings ask for besides the stacks: its tree's CPU time, a lock file and the processes
-that hold it open, Inductor's compile-worker processes.
+"""What /proc says, read once a run: every process's plain facts from one listing of /proc (its parent,
+state, session, start, CPU time, command line, environment, kernel wait and open files by device and
+inode), then, for the processes diagnose reads, the torch each loaded and how it was started.
 
-Read only, and only what a reader with ptrace rights over the process may read (its maps, environ,
-root and exe links, fds); nothing of the process's own interpreter is run, nothing is written,
-signalled or removed.
+Read only, and only what a reader with ptrace rights over a process may read (its maps, environ,
+root and exe links, fds); nothing of a process's own interpreter is run, nothing is written,
+signalled or removed. No sentence is built here: what could not be read is a named reason.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from typing import NamedTuple
 
-from patcher.core.exitcodes import ExitCode
-from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Holder, Launch, ProcessFacts, Start, Workers
+from patcher.diagnose.model import Launch, ProcessFacts, Start, Unreadable, Workers
 
-PROC = Path("/proc")
-_DELETED = " (deleted)"
+PROC = "/proc"
+DELETED = " (deleted)"
+CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
+Identity = tuple[int, int]  # a file's (st_dev, st_ino): the same file whatever its spelling
 
 
-class Unreadable(NamedTuple):
-    """A process diagnose could not read, and why: a finished sentence and its exit code."""
+class Seen(NamedTuple):
+    """One process as the one listing of /proc found it."""
 
     pid: int
-    code: ExitCode
-    message: str
+    parent: int
+    state: str  # /proc/PID/stat's letter: R running, S sleeping, D in I/O, T stopped, Z exited
+    session: int
+    started: float  # epoch seconds
+    cpu_ticks: int  # utime, stime and its reaped children's
+    argv: tuple[str, ...]
+    env: dict[str, str]  # empty when it may not be read
+    files: frozenset[Identity] | None  # its open files; None: this user may not read them
+    wchan: str  # the kernel function it sleeps in ('' when running)
+
+    @property
+    def command(self) -> str:
+        return " ".join(self.argv)
 
 
-def exists(pid: int) -> bool:
-    return (PROC / str(pid) / "stat").exists()
+class ProcTable(NamedTuple):
+    """Every process at one moment, by PID, and when it was read (for the CPU time's second look)."""
+
+    processes: dict[int, Seen]
+    read_at: float  # time.monotonic()
+
+    def below(self, pid: int) -> list[int]:
+        """Every process below `pid` (the ranks a server starts, its compile workers), in pid order."""
+        found: set[int] = set()
+        frontier = {pid}
+        while frontier:
+            frontier = {p.pid for p in self.processes.values() if p.parent in frontier} - found
+            found |= frontier
+        return sorted(found)
+
+    def holding(self, identity: Identity) -> tuple[list[int], int]:
+        """The processes with that file open, and how many processes' open files could not be read."""
+        seen = self.processes.values()
+        return [p.pid for p in seen if p.files and identity in p.files], sum(p.files is None for p in seen)
+
+    def cpu_seconds(self, pid: int) -> float:
+        """CPU time of the process and every process below it, the reaped ones included."""
+        ticks = sum(self.processes[p].cpu_ticks for p in [pid, *self.below(pid)] if p in self.processes)
+        return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def stat_fields(pid: int) -> list[str]:
-    """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
-    text = (PROC / str(pid) / "stat").read_text()
-    return text[text.rindex(")") + 2 :].split()
-
-
-def started(pid: int) -> float:
-    """Epoch seconds: its start in clock ticks after boot, against the boot clock."""
-    ticks = int(stat_fields(pid)[19])
-    booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
-    return booted + ticks / os.sysconf("SC_CLK_TCK")
-
-
-def pids() -> list[int]:
-    """Every process now."""
-    return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
-
-
-def parent_of(pid: int) -> int:
+def _read(path: str) -> bytes | None:
     try:
-        return int(stat_fields(pid)[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def own_pid(pid: int) -> int:
-    """The PID as the process itself sees it (inside its PID namespace: the last of NSpid)."""
-    try:
-        status = (PROC / str(pid) / "status").read_text()
+        with open(path, "rb") as f:
+            return f.read()
     except OSError:
-        return pid
-    line = next((line for line in status.splitlines() if line.startswith("NSpid:")), "")
-    return int(line.split()[-1]) if line.split()[1:] else pid
+        return None
 
 
-def parents() -> dict[int, int]:
-    """pid -> parent pid of every process now."""
-    found = {}
-    for entry in PROC.iterdir():
-        if entry.name.isdigit():
-            try:
-                found[int(entry.name)] = int(stat_fields(int(entry.name))[1])
-            except (OSError, ValueError, IndexError):
-                continue  # gone meanwhile
-    return found
+def _stat_fields(data: bytes) -> list[str]:
+    """/proc/PID/stat after the command name (which may hold spaces and parentheses)."""
+    return data[data.rindex(b")") + 2 :].decode().split()
 
 
-def descendants(pid: int, tree: dict[int, int]) -> list[int]:
-    """Every process below `pid` (the ranks a server starts), in pid order."""
-    below: set[int] = set()
-    frontier = {pid}
-    while frontier:
-        frontier = {child for child, parent in tree.items() if parent in frontier} - below
-        below |= frontier
-    return sorted(below)
+def _booted() -> float:
+    return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def _files(pid: int) -> frozenset[Identity] | None:
+    place = f"{PROC}/{pid}/fd"
+    try:
+        fds = os.listdir(place)
+    except PermissionError:
+        return None
+    except OSError:
+        return frozenset()
+    found = set()
+    for fd in fds:
+        try:
+            st = os.stat(f"{place}/{fd}")
+        except OSError:
+            continue  # closed meanwhile
+        found.add((st.st_dev, st.st_ino))
+    return frozenset(found)
+
+
+def environ(data: bytes | None) -> dict[str, str]:
+    pairs = (item.partition(b"=") for item in (data or b"").split(b"\0") if b"=" in item)
+    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
+
+
+def _seen(pid: int, booted: float, tick: int) -> Seen | None:
+    stat = _read(f"{PROC}/{pid}/stat")
+    if stat is None:
+        return None  # gone meanwhile
+    fields = _stat_fields(stat)
+    argv = tuple(
+        w.decode(errors="replace") for w in (_read(f"{PROC}/{pid}/cmdline") or b"").split(b"\0") if w
+    )
+    wchan = (_read(f"{PROC}/{pid}/wchan") or b"").decode().strip()
+    return Seen(
+        pid=pid,
+        parent=int(fields[1]),
+        state=fields[0],
+        session=int(fields[3]),
+        started=booted + int(fields[19]) / tick,
+        cpu_ticks=sum(int(v) for v in fields[11:15]),
+        argv=argv,
+        env=environ(_read(f"{PROC}/{pid}/environ")),
+        files=_files(pid),
+        wchan="" if wchan == "0" else wchan,
+    )
+
+
+def read() -> ProcTable:
+    """Every process now: the one listing of /proc a run makes."""
+    booted, tick = _booted(), os.sysconf("SC_CLK_TCK")
+    listed = [int(name) for name in os.listdir(PROC) if name.isdigit()]
+    found = {s.pid: s for s in (_seen(pid, booted, tick) for pid in sorted(listed)) if s is not None}
+    return ProcTable(found, time.monotonic())
+
+
+def again(table: ProcTable, pids: list[int]) -> ProcTable:
+    """The second look at the same processes (their CPU time and state), without listing /proc."""
+    booted, tick = _booted(), os.sysconf("SC_CLK_TCK")
+    found = {p: s for p in pids if (s := _seen(p, booted, tick)) is not None}
+    return ProcTable(found, time.monotonic())
+
+
+def gone(pid: int) -> bool:
+    """Whether the process has ended: no longer there, or a zombie waiting to be reaped."""
+    stat = _read(f"{PROC}/{pid}/stat")
+    return stat is None or _stat_fields(stat)[0] == "Z"
+
+
+def _link(pid: int, name: str) -> str | None:
+    try:
+        return os.readlink(f"{PROC}/{pid}/{name}")
+    except OSError:
+        return None
 
 
 def loaded_files(pid: int) -> list[str]:
     """The files mapped into the process, as it names them (raises PermissionError without rights)."""
-    names = []
-    for line in (PROC / str(pid) / "maps").read_text().splitlines():
-        fields = line.split(maxsplit=5)
-        if len(fields) == 6 and fields[5].startswith("/"):
-            names.append(fields[5])
+    with open(f"{PROC}/{pid}/maps") as maps:
+        names = [
+            f[5] for line in maps if len(f := line.rstrip("\n").split(maxsplit=5)) == 6 and f[5][:1] == "/"
+        ]
     return list(dict.fromkeys(names))
 
 
 def torch_library(files: list[str]) -> str | None:
     """torch/_C*.so (with ` (deleted)` when it was removed after loading)."""
     for name in files:
-        path = name.removesuffix(_DELETED)
-        if path.rsplit("/", 2)[-2:-1] == ["torch"] and path.rsplit("/", 1)[-1].startswith("_C."):
+        parts = name.removesuffix(DELETED).rsplit("/", 2)
+        if parts[-2:-1] == ["torch"] and parts[-1].startswith("_C."):
             return name
     return None
 
 
-def is_python(pid: int, files: list[str]) -> bool:
-    """A CPython: its executable is a python, or it maps libpython (an embedding server)."""
-    exe = _link(pid, "exe") or ""
-    names = [exe, *files]
-    return any(n.rsplit("/", 1)[-1].startswith(("python", "libpython")) for n in names)
-
-
-def _link(pid: int, name: str) -> str | None:
-    try:
-        return os.readlink(PROC / str(pid) / name)
-    except OSError:
-        return None
+def own_pid(pid: int) -> int:
+    """The PID as the process itself sees it (inside its PID namespace: the last of NSpid)."""
+    status = (_read(f"{PROC}/{pid}/status") or b"").decode(errors="replace")
+    line = next((line.split() for line in status.splitlines() if line.startswith("NSpid:")), [])
+    return int(line[-1]) if line[1:] else pid
 
 
 def root_of(pid: int) -> str:
     """'' when the process sees the files as this tool does; else /proc/PID/root to reach them."""
-    own = _link(os.getpid(), "ns/mnt")
-    if _link(pid, "ns/mnt") == own and _link(pid, "root") == "/":
+    if _link(pid, "ns/mnt") == _link(os.getpid(), "ns/mnt") and _link(pid, "root") == "/":
         return ""
-    return str(PROC / str(pid) / "root")
-
-
-def environ(pid: int) -> dict[str, str]:
-    try:
-        data = (PROC / str(pid) / "environ").read_bytes()
-    except OSError:
-        return {}
-    pairs = (item.partition(b"=") for item in data.split(b"\0") if b"=" in item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
-
-
-def shown(argv: list[str], limit: int = 80) -> str:
-    """A command line for a sentence: on one line, cut between words with an ellipsis when long
-    (inside its first word only when that word alone is too long)."""
-    import textwrap
-
-    text = " ".join(" ".join(argv).split())
-    short = textwrap.shorten(text, limit, placeholder=" \u2026")
-    return text[: limit - 1] + "\u2026" if short == "\u2026" else short
-
-
-def zombie(pid: int) -> bool:
-    """Whether the process has exited and waits for its parent to reap it (state Z in its stat)."""
-    try:
-        stat = (PROC / str(pid) / "stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2 :][:1] == b"Z"
-
-
-def command_line(pid: int) -> list[str]:
-    try:
-        data = (PROC / str(pid) / "cmdline").read_bytes()
-    except OSError:
-        return []
-    return [word.decode(errors="replace") for word in data.split(b"\0") if word]
+    return f"{PROC}/{pid}/root"
 
 
 def resolved(root: str, path: str) -> str:
@@ -192,141 +213,41 @@ def resolved(root: str, path: str) -> str:
     return done or "/"
 
 
-def _same_file(root: str, a: str, b: str) -> bool:
-    return resolved(root, a) == resolved(root, b)
-
-
-def interpreter(pid: int, root: str, argv: list[str], torch_dir: str | None) -> tuple[str, bool]:
+def interpreter(pid: int, root: str, argv: tuple[str, ...], torch_dir: str) -> tuple[str, bool]:
     """The interpreter as the process names it: a venv's bin/python (its exe link names the base
     interpreter, which does not import the venv's torch), else the exe link itself; and whether it
     is one that lives beside its torch's site directory. When it is not (torch on PYTHONPATH, in a
     user site, an editable install), that interpreter run on its own does not import that torch."""
     from patcher.install.locate import owner_candidates
 
-    exe = (_link(pid, "exe") or "").removesuffix(_DELETED)
+    exe = (_link(pid, "exe") or "").removesuffix(DELETED)
     named = [argv[0]] if argv and argv[0].startswith("/") else []
-    owners = owner_candidates(os.path.dirname(torch_dir) if torch_dir else "")
+    owners = owner_candidates(os.path.dirname(torch_dir))
     for candidate in [*named, *owners]:
-        if exe and _same_file(root, candidate, exe):  # a venv's python is its base's file: the name decides
+        if exe and resolved(root, candidate) == resolved(root, exe):  # a venv's python is its base's file
             return candidate, candidate in owners
     return exe or (argv[0] if argv else "python"), False
 
 
-CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
-
-
-def may_trace_as_root() -> bool:
-    """Whether this process is root with CAP_SYS_PTRACE in effect: the most rights a reader has."""
+def rights() -> str:
+    """What this reader may read of other processes: `root-ptrace` (root with CAP_SYS_PTRACE in
+    effect: the most a reader has), `root` (without it, a container's default) or `user`."""
     if os.geteuid() != 0:
-        return False
-    try:
-        status = (PROC / "self" / "status").read_text()
-    except OSError:  # pragma: no cover - /proc/self is always readable to its own process
-        return False
+        return "user"
+    status = (_read(f"{PROC}/self/status") or b"").decode()
     mask = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
-    return bool(int(mask, 16) >> CAP_SYS_PTRACE & 1)
-
-
-def why_not(pid: int, what: str) -> str:
-    """Why the kernel refused to let this process read another's `what`, for the rights it has."""
-    if may_trace_as_root():
-        return (
-            f"Expected to read process {pid}'s {what}, but the kernel refuses it even to root with "
-            "CAP_SYS_PTRACE, so rights are not what is missing: the process lives in a user or PID "
-            "namespace above this one (diagnose it from the host, or from inside its own namespace), "
-            "or a security module forbids it (Yama's ptrace_scope 3, or an LSM such as AppArmor or "
-            "SELinux)"
-        )
-    if os.geteuid() == 0:
-        return (
-            f"Expected to read process {pid}'s {what}, but this root runs without CAP_SYS_PTRACE (a "
-            "container's default), or the process lives in a user or PID namespace above this one: in "
-            "Docker start the container with `--cap-add SYS_PTRACE` or diagnose from the host; in "
-            "Kubernetes add `securityContext.capabilities.add: [SYS_PTRACE]`"
-        )
-    return (
-        f"Expected to read process {pid}'s {what}, but this user may not (no ptrace rights over it). "
-        "Run diagnose as root or as the process's user; in Docker start the container with "
-        "`--cap-add SYS_PTRACE` or diagnose from the host; in Kubernetes add "
-        "`securityContext.capabilities.add: [SYS_PTRACE]`"
-    )
-
-
-def no_rights(pid: int, what: str = "memory map") -> Unreadable:
-    return Unreadable(pid, ExitCode.ENVIRONMENT, why_not(pid, what))
-
-
-def gone(pid: int) -> bool:
-    """Whether the process has ended: no longer listed, or a zombie waiting to be reaped."""
-    return not exists(pid) or zombie(pid)
-
-
-def read_process(pid: int) -> ProcessFacts | Unreadable | None:
-    """The process's facts; None for a Python without torch loaded (not ours to judge)."""
-    if not exists(pid):
-        return Unreadable(
-            pid, ExitCode.USAGE, f"Expected a running process {pid}, found none: pass the server's PID"
-        )
-    if zombie(pid):
-        return Unreadable(
-            pid,
-            ExitCode.USAGE,
-            f"Expected a running process {pid}, found one that has exited (a zombie its parent has not "
-            "reaped yet): pass the PID of a live server",
-        )
-    try:
-        files = loaded_files(pid)
-        start = started(pid)
-    except PermissionError:
-        return no_rights(pid)
-    except (OSError, ValueError, IndexError):
-        return Unreadable(pid, ExitCode.USAGE, f"Expected a running process {pid}, but it ended while read")
-    library = torch_library(files)
-    if library is None:
-        return None if is_python(pid, files) else not_python(pid)
-    return _facts(pid, files, start, library)
-
-
-def not_python(pid: int) -> Unreadable:
-    name = shown(command_line(pid)[:1]) or "?"
-    return Unreadable(
-        pid,
-        ExitCode.USAGE,
-        f"Expected a Python process at PID {pid}, found {name}, which is not Python and started no "
-        "Python with torch: pass the PID of the server (or of its ranks)",
-    )
-
-
-def _facts(pid: int, files: list[str], start: float, library: str) -> ProcessFacts:
-    root = root_of(pid)
-    torch_dir = os.path.dirname(library.removesuffix(_DELETED))
-    argv = command_line(pid)
-    env = environ(pid)
-    python, owns_torch = interpreter(pid, root, argv, torch_dir)
-    return ProcessFacts(
-        pid=pid,
-        parent=parent_of(pid),
-        command=" ".join(argv),
-        interpreter=python,
-        owns_torch=owns_torch,
-        started=start,
-        root=root,
-        torch_dir=torch_dir,
-        torch_seen_at=root + torch_dir,
-        torch_replaced=library.endswith(_DELETED),
-        torch_logs=env.get("TORCH_LOGS"),
-        pycache_prefix=_prefix(env.get("PYTHONPYCACHEPREFIX"), root),
-        launch=launch_of(env),
-    )
+    return "root-ptrace" if int(mask, 16) >> CAP_SYS_PTRACE & 1 else "root"
 
 
 def launch_of(env: dict[str, str]) -> Launch:
+    """What a launcher put in a rank's environment."""
     address, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
     return Launch(
         run_id=env.get("TORCHELASTIC_RUN_ID") or None,
         master=f"{address}:{port}" if address and port else None,
         rank=_number(env.get("RANK")),
         world_size=_number(env.get("WORLD_SIZE")),
+        local_world_size=_number(env.get("LOCAL_WORLD_SIZE")),
     )
 
 
@@ -334,111 +255,67 @@ def _number(value: str | None) -> int | None:
     return int(value) if value is not None and value.isascii() and value.isdigit() else None
 
 
-def job_of(found: list[ProcessFacts], tree: dict[int, int]) -> list[ProcessFacts]:
-    """The processes of the jobs of `found` that were not read: with torch loaded, and its siblings
-    (the same parent: mp.spawn, torchrun) or carrying its launcher's run ID or rendezvous. Siblings
-    under PID 1 count only with the launcher's variables (there, every daemon is a sibling)."""
-    read = {p.pid for p in found}
-    parents = {p.parent for p in found if p.parent > 1 or p.launch.job}
-    jobs = {p.launch.job for p in found if p.launch.job}
-    candidates = {pid for pid, parent in tree.items() if parent in parents} - read
-    if jobs:
-        candidates |= {pid for pid in tree if pid not in read and launch_of(environ(pid)).job in jobs}
-    mates = [r for r in map(read_process, sorted(candidates)) if isinstance(r, ProcessFacts)]
-    return [m for m in mates if any(m.same_job(p) for p in found)]
+def read_process(seen: Seen) -> ProcessFacts | Unreadable | None:
+    """The process's facts; None for a Python without torch loaded (not ours to judge)."""
+    if seen.state == "Z":
+        return Unreadable(seen.pid, "zombie", seen.command)
+    try:
+        files = loaded_files(seen.pid)
+    except PermissionError:
+        return Unreadable(seen.pid, "rights", seen.command, "memory map")
+    except OSError:
+        return Unreadable(seen.pid, "exited", seen.command)
+    library = torch_library(files)
+    if library is None:
+        exe = _link(seen.pid, "exe") or ""
+        named = [n.rsplit("/", 1)[-1] for n in [exe, *files]]
+        return (
+            None
+            if any(n.startswith(("python", "libpython")) for n in named)
+            else Unreadable(seen.pid, "not-python", seen.command)
+        )
+    root = root_of(seen.pid)
+    torch_dir = os.path.dirname(library.removesuffix(DELETED))
+    python, owns_torch = interpreter(seen.pid, root, seen.argv, torch_dir)
+    prefix = seen.env.get("PYTHONPYCACHEPREFIX")
+    return ProcessFacts(
+        pid=seen.pid,
+        parent=seen.parent,
+        command=seen.command,
+        interpreter=python,
+        owns_torch=owns_torch,
+        started=seen.started,
+        root=root,
+        torch_dir=torch_dir,
+        torch_seen_at=root + torch_dir,
+        torch_replaced=library.endswith(DELETED),
+        torch_logs=seen.env.get("TORCH_LOGS"),
+        pycache_prefix=root + prefix if prefix and prefix.startswith("/") else None,
+        launch=launch_of(seen.env),
+    )
 
 
-def _prefix(value: str | None, root: str) -> str | None:
-    return root + value if value and value.startswith("/") else None
-
-
-def with_torch() -> tuple[list[int], int]:
+def with_torch(table: ProcTable) -> tuple[list[int], int]:
     """Every process this user may read that has torch loaded, and how many it may not read."""
-    found, unreadable = [], 0
-    for entry in sorted(PROC.iterdir(), key=lambda p: (len(p.name), p.name)):
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
+    found, unread = [], 0
+    for pid in (p for p in table.processes if p != os.getpid()):
         try:
-            files = loaded_files(int(entry.name))
-        except PermissionError:
-            unreadable += 1
-            continue
-        except OSError:
-            continue
-        if torch_library(files) is not None:
-            found.append(int(entry.name))
-    return found, unreadable
-
-
-# What the findings ask for besides the stacks (patcher/diagnose/findings.py): read only when asked.
-
-
-def cpu_seconds(pid: int, tree: dict[int, int]) -> float:
-    """CPU time of the process and every process below it, the reaped ones included (seconds)."""
-    ticks = 0
-    for each in [pid, *descendants(pid, tree)]:
-        try:
-            fields = stat_fields(each)
-        except (OSError, ValueError, IndexError):
-            continue  # ended meanwhile: its time is in its parent's reaped children's
-        ticks += sum(int(v) for v in fields[11:15])  # utime, stime, cutime, cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def holding(path: str, read_at: str) -> tuple[tuple[Holder, ...], int]:
-    """The processes with the file open (its name in /proc/PID/fd, as they or this tool name it), and
-    how many processes' open files could not be read."""
-    names, found, unread = {path, read_at}, [], 0
-    for pid in pids():
-        try:
-            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+            if torch_library(loaded_files(pid)) is not None:
+                found.append(pid)
         except PermissionError:
             unread += 1
-            continue
         except OSError:
-            continue  # ended meanwhile, or an fd closed while read
-        if names & set(links):
-            found.append(holder(pid))
-    return tuple(found), unread
+            continue
+    return found, unread
 
 
-def holder(pid: int) -> Holder:
-    try:
-        state = stat_fields(pid)[0]
-    except (OSError, IndexError):
-        state = "?"
-    try:
-        wchan = Path(f"/proc/{pid}/wchan").read_text().strip()
-    except OSError:
-        wchan = ""
-    return Holder(pid, shown(command_line(pid), 160), state, "" if wchan == "0" else wchan)
-
-
-def workers_of(process: ProcessFacts, rules: Rules) -> Workers:
-    """The compile-worker processes started for `process`: the live sidecar (its child running the
-    pool's entry point with `--parent=` its own PID as it sees it); or, with none, what the sidecar
-    left behind: processes carrying that `--parent=` (a forked worker), and the sidecar's own
-    children, which its death handed to PID 1 or a subreaper (a `multiprocessing` worker or resource
-    tracker, in the same session, carrying the variable SubprocPool sets, started after `process`,
-    whose parent is no pool's process)."""
-    mark = f"--parent={own_pid(process.pid)}"
-    tree = parents()
-    sidecar, left = None, []
-    for pid in sorted(tree):
-        argv = command_line(pid)
-        helper = any(h in word for word in argv for h in rules.helpers)
-        if helper and mark in argv and tree[pid] == process.pid and not gone(pid):
-            sidecar = pid
-        elif not gone(pid) and ((helper and mark in argv) or _left_by_sidecar(pid, process, tree, rules)):
-            left.append(pid)
-    env = environ(process.pid)
-    return Workers(
-        sidecar,
-        () if sidecar is not None else tuple(left),
-        env.get("TORCHINDUCTOR_FX_COMPILE_MODE"),
-        _wchan(process.pid),
-        start_of(process.pid, env),
-    )
+def job_of(found: list[ProcessFacts], table: ProcTable) -> list[ProcessFacts]:
+    """The processes of the jobs of `found` that were not read: those whose launcher's variables name
+    the same run ID or rendezvous. Nothing else makes a rank: not a parent, not a session."""
+    jobs = {p.launch.job for p in found if p.launch.job}
+    read = {p.pid for p in found}
+    mates = [s for s in table.processes.values() if s.pid not in read and launch_of(s.env).job in jobs]
+    return [m for m in map(read_process, mates) if isinstance(m, ProcessFacts)]
 
 
 # How multiprocessing starts a pool's processes (spawn, forkserver) and its resource tracker.
@@ -450,29 +327,41 @@ _POOL_ENTRIES = (
 _POOL_VARIABLE = ("TORCH_WARM_POOL", "0")  # SubprocPool starts its sidecar with it; its children inherit it
 
 
-def _pool_process(pid: int, rules: Rules) -> bool:
-    line = " ".join(command_line(pid))
-    return any(e in line for e in (*_POOL_ENTRIES, *rules.helpers))
+def workers_of(process: ProcessFacts, table: ProcTable, helpers: tuple[str, ...]) -> Workers:
+    """The compile-worker processes started for `process`: the live sidecar (its child running the
+    pool's entry point with `--parent=` its own PID as it sees it); or, with none, what the sidecar
+    left behind: processes carrying that `--parent=` (a forked worker), and the sidecar's own
+    children, which its death handed to PID 1 or a subreaper (a `multiprocessing` worker or resource
+    tracker, in the same session, carrying the variable SubprocPool sets, started after `process`,
+    whose parent is no pool's process)."""
+    mark = f"--parent={own_pid(process.pid)}"
+    me = table.processes.get(process.pid)
+    sidecar, left = None, []
+    for seen in table.processes.values():
+        if seen.state == "Z":
+            continue
+        helper = mark in seen.argv and any(h in word for word in seen.argv for h in helpers)
+        if helper and seen.parent == process.pid:
+            sidecar = seen.pid
+        elif helper or (me is not None and _left_by_sidecar(seen, me, table, helpers)):
+            left.append(seen.pid)
+    return Workers(
+        sidecar,
+        () if sidecar is not None else tuple(left),
+        me.env.get("TORCHINDUCTOR_FX_COMPILE_MODE") if me else None,
+        me.wchan if me else "",
+        start_of(process.pid, table),
+    )
 
 
-def _left_by_sidecar(pid: int, process: ProcessFacts, tree: dict[int, int], rules: Rules) -> bool:
-    if pid == process.pid or not any(e in " ".join(command_line(pid)) for e in _POOL_ENTRIES):
+def _left_by_sidecar(seen: Seen, process: Seen, table: ProcTable, helpers: tuple[str, ...]) -> bool:
+    if seen.pid == process.pid or seen.session != process.session or seen.started < process.started:
         return False
-    try:
-        session, mine = stat_fields(pid)[3], stat_fields(process.pid)[3]
-    except (OSError, ValueError, IndexError):
+    if not any(e in seen.command for e in _POOL_ENTRIES):
         return False
-    if session != mine or _pool_process(tree.get(pid, 0), rules):  # a live pool's own
-        return False
-    return environ(pid).get(_POOL_VARIABLE[0]) == _POOL_VARIABLE[1] and started(pid) >= process.started
-
-
-def _wchan(pid: int) -> str:
-    try:
-        wchan = (PROC / str(pid) / "wchan").read_text().strip()
-    except OSError:
-        return ""
-    return "" if wchan == "0" else wchan
+    parent = table.processes.get(seen.parent)
+    pooled = parent is not None and any(e in parent.command for e in (*_POOL_ENTRIES, *helpers))
+    return not pooled and seen.env.get(_POOL_VARIABLE[0]) == _POOL_VARIABLE[1]  # a live pool's own: not left
 
 
 # The variables that decide what a started Python imports, where it builds and which devices it
@@ -484,8 +373,9 @@ VARIABLES = (
 )  # fmt: skip
 
 
-def start_of(pid: int, env: dict[str, str]) -> Start:
-    argv = tuple(command_line(pid))
+def start_of(pid: int, table: ProcTable) -> Start:
+    seen = table.processes.get(pid)
+    argv, env = (seen.argv, seen.env) if seen else ((), {})
     on_path = bool(argv) and "/" not in argv[0]
     return Start(
         pid,

@@ -3,31 +3,50 @@
 from __future__ import annotations
 
 import shlex
+import textwrap
 from typing import NamedTuple
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice, JsonValue, Report
-from patcher.diagnose import locks
-from patcher.diagnose.findings import Rules
-from patcher.diagnose.model import Finding, Frame, Holder, Lock, ProcessFacts, Rank, TorchFacts, Workers
-from patcher.diagnose.procs import Unreadable
-
-# The most severe first, after a process in the eager formatting (the answer, whatever else failed):
-# a process that waits on something that never ends on its own (what blocks must be cleared first;
-# an eager torch on disk is then its second finding), then a torch that formats eagerly.
-PRIORITY = (
-    ExitCode.STALLED, ExitCode.EAGER, ExitCode.ENVIRONMENT, ExitCode.REFUSED, ExitCode.USAGE, ExitCode.OK,
-)  # fmt: skip
-ANSWER = "eager-formatting"  # outranks every code: the hang torch-lazylog fixes, seen in the act
+from patcher.diagnose.findings import Catalog
+from patcher.diagnose.model import (
+    Finding,
+    Frame,
+    Holder,
+    Lock,
+    ProcessFacts,
+    TorchFacts,
+    Unreadable,
+    Workers,
+)
 
 
 class Words(NamedTuple):
-    """What sentences and steps are rendered with: the findings (their data), how the user runs this
-    tool (the console script, or the single file with its Python), and the py-spy diagnose used."""
+    """What sentences and steps are rendered with: the table, how the user runs this tool (the
+    console script, or the single file with its Python), the py-spy diagnose used, and the reader's
+    rights (procs.rights: they decide what a refusal to read says)."""
 
-    rules: Rules
+    catalog: Catalog
     program: str
     spy: str
+    rights: str
+
+
+def shown(argv: list[str], limit: int = 80) -> str:
+    """A command line for a sentence: on one line, cut between words with an ellipsis when long
+    (inside its first word only when that word alone is too long)."""
+    text = " ".join(" ".join(argv).split())
+    short = textwrap.shorten(text, limit, placeholder=" \u2026")
+    return text[: limit - 1] + "\u2026" if short == "\u2026" else short
+
+
+def unread(u: Unreadable, catalog: Catalog, rights: str) -> str:
+    """Why a process could not be read, in the table's sentence for the reader's rights."""
+    said = catalog.unread[u.why].said
+    words = u.command.split()
+    return said[rights if (u.detail or "any" not in said) and rights in said else "any"].format(
+        pid=u.pid, name=shown(words[:1]) or "?", line=shown(words[:3]), detail=u.detail
+    )
 
 
 class Diagnosed(NamedTuple):
@@ -43,7 +62,7 @@ def _chain(frames: tuple[Frame, ...]) -> str:
 
 def _who(process: ProcessFacts) -> str:
     where = f", in a container: read through {process.root}" if process.container else ""
-    return f"PID {process.pid} ({process.command[:120]}{where})"
+    return f"PID {process.pid} ({shown([process.command], 120)}{where})"
 
 
 def _formatting(d: Diagnosed) -> str:
@@ -63,16 +82,9 @@ def _where(d: Diagnosed) -> str:
 
 def _torch(d: Diagnosed) -> str:
     """verify's sentence on the torch it loaded (which names its version and directory)."""
+    if d.torch.unread:
+        return f"the torch it loaded: expected to read {d.process.torch_seen_at}/_inductor/graph.py, but {d.torch.unread}"
     return f"the torch it loaded: {d.torch.report.message.rstrip('.')}"
-
-
-def _restart(d: Diagnosed) -> str:
-    if not d.finding.restart:
-        return ""
-    return (
-        " torch's graph.py changed after this process started: it may still run what it imported "
-        "before, so restart it."
-    )
 
 
 def _age(seconds: float | None) -> str:
@@ -87,7 +99,7 @@ def _holder(h: Holder) -> str:
     doing = {"R": "running", "S": "sleeping", "D": "in uninterruptible I/O", "T": "stopped"}.get(
         h.state, h.state
     )
-    return f"PID {h.pid} ({h.command}), {doing}" + (f" in {h.wchan}" if h.wchan else "")
+    return f"PID {h.pid} ({shown([h.command], 160)}), {doing}" + (f" in {h.wchan}" if h.wchan else "")
 
 
 def _unread(count: int, path: str) -> str:
@@ -103,15 +115,23 @@ def _pids(pids: tuple[int, ...]) -> str:
     return " ".join(map(str, pids)) if pids else "none"
 
 
-def _rank(r: Rank) -> str:
-    return f"PID {r.pid}" + (f" (rank {r.rank})" if r.rank is not None else "")
+def _rank(pid: int, rank: int | None) -> str:
+    return f"PID {pid}" + (f" (rank {rank})" if rank is not None else "")
+
+
+def _ranks(ranks: tuple[int, ...]) -> str:
+    return f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))}"
 
 
 def _absent(ranks: tuple[int, ...]) -> str:
-    if not ranks:
-        return ""
-    said = ", ".join(map(str, ranks))
-    return f"; rank{'s' if len(ranks) > 1 else ''} {said} of its WORLD_SIZE no process on this machine is"
+    return f"; {_ranks(ranks)} of its WORLD_SIZE no process on this machine is" if ranks else ""
+
+
+def _here(process: ProcessFacts) -> str:
+    launch = process.launch
+    if launch.local_world_size is not None and launch.local_world_size == launch.world_size:
+        return f"LOCAL_WORLD_SIZE is its WORLD_SIZE, {launch.world_size}"
+    return f"its rendezvous, {launch.master}, is this machine's loopback address"
 
 
 def _subprocess_mode(workers: Workers) -> bool:
@@ -147,7 +167,8 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
     orphans = workers.orphans if workers else ()
     return {
         "spy": shlex.quote(words.spy),
-        "rank": d.process.rank,
+        "absent_ranks": _ranks(peers.absent) if peers and peers.absent else "?",
+        "here": _here(d.process),
         "awaited": _pids(peers.waiting) if peers else "none",
         "odd_pid": str(peers.odd[0].pid) if peers and peers.odd else "?",
         "job": _pids(peers.waiting[1:]) if peers else "none",
@@ -159,12 +180,13 @@ def _fields(d: Diagnosed, words: Words) -> dict[str, str]:
         **_lock_fields(d),
         "own_pid": str(d.process.pid),
         "orphans": _pids(orphans),
-        "stuck": " ".join(map(str, (d.process.pid, *orphans))),
         "pool": _pool(workers),
         "restart": _without_pool(d.process, workers) if workers else "?",
         "wchan": (workers.wchan if workers else "") or "none",
         "collective": peers.collective if peers else f.waiting.name.rsplit(".", 1)[-1] if f.waiting else "?",
-        "odd": "; ".join(f"{_rank(r)}, {r.kind}, in {r.where}" for r in peers.odd) if peers else "?",
+        "odd": "; ".join(f"{_rank(r.pid, r.rank)}, {r.kind}, in {r.where}" for r in peers.odd)
+        if peers
+        else "?",
         "phase": f.phase or "?",
         "cpu": f"{e.cpu.seconds:.2f} s of CPU in {e.cpu.wall:.2f} s" if e.cpu else "?",
     }
@@ -175,35 +197,121 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
     of a restart (stop, start: the process's own command line, directory and variables)."""
     lock, start = d.finding.evidence.lock, d.finding.evidence.start
     job = start is not None and start.pid != d.process.pid
+    holders = ", ".join(map(_holder, lock.holders)) if lock else "?"
     return {
         "lock": (lock.path or "(no path)") if lock else "?",
-        "lock_read_at": shlex.quote(lock.read_at) if lock else "?",
+        "what": "filelock's SoftFileLock" if lock and lock.protocol == "soft" else "the JIT build lock",
         "age": _age(lock.age if lock else None),
+        "owner": (lock.owner or "?") if lock else "?",
         "unread": _unread(lock.unread, lock.read_at) if lock else "",
-        "holders": ", ".join(map(_holder, lock.holders)) if lock else "?",
+        "holders": holders,
+        "open_by": f"is held open by {holders}" if lock and lock.holders else "no process holds it open",
         "os_lock": lock.os if lock and lock.os else "?",
+        "os_hidden": _os_hidden(d),
         "unseen": _unseen(d),
         "check": _check(d),
+        "os_check": _os_check(d),
         "stop_and_remove": _stop_and_remove(d),
+        "remove": _remove(d),
+        "where_step": _where_step(d),
         "start": _start(d),
-        "again": (f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else "")
-        + (" (its container: start the container again once it has stopped)" if d.process.container else ""),
+        "again": _again(d, job),
     }
 
 
-def _stop_and_remove(d: Diagnosed) -> str:
-    """`kill PID && rm -- LOCK`; for a process in a container, the lock removed in its mount namespace
-    first (its root is gone from /proc once it has ended), then the process stopped: with SIGKILL
-    when it is its namespace's PID 1, which drops a SIGTERM it has no handler for."""
-    lock, start = d.finding.evidence.lock, d.finding.evidence.start
-    kill = (
-        f"kill -KILL {start.pid}" if start and start.init else f"kill {start.pid if start else d.process.pid}"
-    )
+def _remove(d: Diagnosed) -> str:
+    """`rm -- LOCK`, where diagnose runs: in the process's mount namespace when it shares it or may
+    enter it (CAP_SYS_ADMIN); else through /proc/PID/root, which needs only the rights to read it."""
+    lock, reach = d.finding.evidence.lock, d.finding.evidence.reach
     if lock is None:
-        return kill
+        return "?"
+    if reach is None or reach.same_mounts:
+        return f"rm -- {shlex.quote(lock.read_at)}"
+    if reach.mount_rights:
+        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)}"
+    return f"rm -- {shlex.quote(lock.read_at)}"
+
+
+def _restart_by_runtime(d: Diagnosed) -> str | None:
+    """A container's main process (its PID namespace's PID 1) is restarted by its runtime or its
+    orchestrator, from where they run: named when its cgroup or hostname says which it is."""
+    reach = d.finding.evidence.reach
+    if reach is None:
+        return None
+    if reach.container:
+        return f"docker restart {reach.container}"
+    if reach.pod:
+        return f"kubectl delete pod {reach.pod}"
+    return None
+
+
+def _stop_and_remove(d: Diagnosed) -> str:
+    """`kill PID && rm -- LOCK`; for a process in another mount namespace, the lock removed first
+    (its root is gone from /proc once it has ended), then the process stopped. A PID namespace's PID
+    1 drops a SIGTERM it has no handler for: from outside its namespace it is stopped with SIGKILL,
+    or restarted by its runtime when diagnose knows which; from inside, a signal to it is dropped
+    and the restart is the runtime's, named in the sentence (`_where_step`)."""
+    lock, start, reach = d.finding.evidence.lock, d.finding.evidence.start, d.finding.evidence.reach
+    pid = start.pid if start else d.process.pid
+    init = start is not None and start.init
+    runtime = _restart_by_runtime(d) if init else None
+    here = reach is not None and reach.pid_one_here and init
+    kill = (runtime or f"kill -KILL {pid}") if init else f"kill {pid}"
+    if lock is None:
+        return "" if here else kill
+    if here:
+        return _remove(d)
     if d.process.container:
-        return f"nsenter --target={d.process.pid} --mount -- rm -- {shlex.quote(lock.path)} && {kill}"
-    return f"{kill} && rm -- {shlex.quote(lock.read_at)}"
+        return f"{_remove(d)} && {kill}"
+    return f"{kill} && {_remove(d)}"
+
+
+def _where_step(d: Diagnosed) -> str:
+    """For a process that is diagnose's own PID namespace's PID 1 (diagnose in a debug container
+    that shares only its PID namespace): where its restart runs."""
+    reach, start = d.finding.evidence.reach, d.finding.evidence.start
+    if reach is None or not reach.pid_one_here or start is None or not start.init:
+        return ""
+    runtime = _restart_by_runtime(d)
+    said = (
+        f"`{runtime}`"
+        if runtime
+        else "its runtime's or orchestrator's restart (`docker restart`, or deleting its pod); its cgroup "
+        "and hostname do not say which container it is"
+    )
+    return (
+        f". It is PID 1 of the PID namespace diagnose runs in (a container's main process): a signal from "
+        f"here is dropped, so after the step, from the host, restart its container with {said}"
+    )
+
+
+def _again(d: Diagnosed, job: bool) -> str:
+    start = d.finding.evidence.start
+    said = f" (for a rank, its job: the launcher, PID {start.pid})" if job and start else ""
+    if _where_step(d):
+        return said + _where_step(d)
+    if d.process.container:
+        said += " (its container: start the container again once it has stopped)"
+    return said
+
+
+def _os_check(d: Diagnosed) -> str:
+    lock = d.finding.evidence.lock
+    path = shlex.quote(lock.path) if lock else "FILE"
+    return (
+        f"`lslocks` or `fuser -v {path}` names it on the host, or in the container or on the machine "
+        "that shares the file"
+    )
+
+
+def _os_hidden(d: Diagnosed) -> str:
+    reach = d.finding.evidence.reach
+    if reach is not None and not reach.own_pid_namespace:
+        return "no row of /proc/locks names a holder now (it may be about to take it)"
+    return (
+        "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and "
+        "/proc/locks leaves out the locks of processes outside it"
+    )
 
 
 def _mount(lock: Lock | None) -> str:
@@ -215,7 +323,7 @@ def _mount(lock: Lock | None) -> str:
 
 def _unseen(d: Diagnosed) -> str:
     lock = d.finding.evidence.lock
-    if lock is not None and locks.shared_by_hosts(lock.mount):
+    if lock is not None and lock.mount is not None and lock.mount.network:
         return f"it is on {_mount(lock)}, which other hosts may mount"
     return (
         "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and the "
@@ -227,7 +335,7 @@ def _check(d: Diagnosed) -> str:
     lock = d.finding.evidence.lock
     path = shlex.quote(lock.path) if lock else "FILE"
     source = lock.mount.source if lock and lock.mount else "it"
-    if lock is not None and locks.shared_by_hosts(lock.mount):
+    if lock is not None and lock.mount is not None and lock.mount.network:
         return (
             f"on each host that mounts {source}, `fuser -v {path}` (or `lsof {path}`) names a holder; "
             "diagnose the build there. Only when none holds it anywhere is it left behind"
@@ -251,7 +359,7 @@ def _start(d: Diagnosed) -> str:
 
 def next_step(d: Diagnosed, words: Words) -> str | None:
     """The finding's own step; for the torch's findings, apply when its torch on disk is eager."""
-    step = words.rules.by_kind(d.finding.kind).next
+    step = words.catalog.by_kind(d.finding.kind).next
     if step is not None:
         return step.format(**_fields(d, words))
     if d.finding.code != ExitCode.EAGER:
@@ -280,7 +388,7 @@ def _second(d: Diagnosed, words: Words) -> str:
     then = then_step(d, words)
     if then is None:
         return ""
-    eager = words.rules.by_kind("eager-torch")
+    eager = words.catalog.by_kind("eager-torch")
     return (
         f" Second finding, {eager.id} {eager.kind}: the torch it loaded formats the text eagerly, so a "
         f"deep graph can hang its next start; patch it before it starts again: `{then}`."
@@ -301,24 +409,31 @@ def _advice(d: Diagnosed, words: Words) -> str:
     )
 
 
+def _notes(d: Diagnosed) -> str:
+    """What else the paragraph says of the process, each when its fact holds."""
+    f, below = d.finding, d.finding.evidence.children
+    many = "es" if len(below) > 1 else ""
+    said = [
+        d.torch.mid_write
+        and "An apply or revert held the torch directory's lock while diagnose read it (diagnose never "
+        "waits for it): the reading may be mid-write; diagnose again once it has ended.",
+        f.awaited_by
+        and f.kind != "rank-awaited"  # its own sentence says so
+        and f"Ranks of its job wait for it in a collective: PIDs {_pids(f.awaited_by)}.",
+        d.exited and f"It exited while it was sampled, after {f.samples} sample(s).",
+        below
+        and "Read as part of it, not judged on their own (Inductor's compile workers and compilers come "
+        f"and go): the process{many} it started, PID{'s' if many else ''} {_pids(below)}.",
+        f.restart
+        and "torch's graph.py changed after this process started: it may still run what it imported "
+        "before, so restart it.",
+    ]
+    return "".join(f" {note}" for note in said if note)
+
+
 def paragraph(d: Diagnosed, words: Words) -> str:
-    said = words.rules.by_kind(d.finding.kind).said.format(**_fields(d, words))
-    return (
-        f"{_who(d.process)} {said}; {_torch(d)}.{_awaited(d)}{_exited(d)}{_restart(d)}{_advice(d, words)}"
-        f"{_second(d, words)}"
-    )
-
-
-def _awaited(d: Diagnosed) -> str:
-    if not d.finding.awaited_by or d.finding.kind == "rank-awaited":  # its sentence says so
-        return ""
-    return f" Sibling ranks wait for it in a collective: PIDs {_pids(d.finding.awaited_by)}."
-
-
-def _exited(d: Diagnosed) -> str:
-    if not d.exited:
-        return ""
-    return f" It exited while it was sampled, after {d.finding.samples} sample(s)."
+    said = words.catalog.by_kind(d.finding.kind).said.format(**_fields(d, words))
+    return f"{_who(d.process)} {said}; {_torch(d)}.{_notes(d)}{_advice(d, words)}{_second(d, words)}"
 
 
 def _frames(frames: tuple[Frame, ...]) -> JsonValue:
@@ -332,27 +447,25 @@ ENTRY_FIELDS = (
 )  # fmt: skip
 
 
-LOCKS = ("jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "os-lock-held")
-
-
 def _lock(lock: Lock) -> JsonValue:
     mount = lock.mount
-    return {"path": lock.path, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
+    return {"protocol": lock.protocol, "path": lock.path, "owner": lock.owner or None, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
             "unread": lock.unread, "os": lock.os or None, "all_in_view": lock.seen,
             "mount": {"point": mount.point, "fstype": mount.fstype, "source": mount.source} if mount else None,
             "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state, "wchan": h.wchan}
                         for h in lock.holders]}  # fmt: skip
 
 
-def _evidence(f: Finding) -> JsonValue:
+def _evidence(f: Finding, catalog: Catalog) -> JsonValue:
     """What the finding read besides the stacks; null for the torch's own findings."""
     lock, workers, peers, cpu = f.evidence.lock, f.evidence.workers, f.peers, f.evidence.cpu
     found: dict[str, JsonValue] = {}
     if f.waiting is not None:
         found["waiting_in"] = _frames((f.waiting,))
-    if lock is not None and f.kind in LOCKS:
+    declared = catalog.by_kind(f.kind)
+    if lock is not None and declared.evidence == "lock":
         found["lock"] = _lock(lock)
-    if workers is not None and f.kind.startswith("compile-workers-gone"):
+    if workers is not None and declared.evidence == "workers":
         found["sidecar"], found["orphans"] = workers.sidecar, list(workers.orphans)
         found["fx_compile_mode"], found["wchan"] = workers.fx_mode, workers.wchan
     if peers is not None:
@@ -366,7 +479,9 @@ def _evidence(f: Finding) -> JsonValue:
         found["absent_ranks"] = list(peers.absent)
     if f.awaited_by:
         found["awaited_by"] = list(f.awaited_by)
-    if f.kind == "moving" and cpu is not None:
+    if f.evidence.children:
+        found["children"] = list(f.evidence.children)
+    if declared.judged == "progress" and cpu is not None:
         found |= {"phase": f.phase, "cpu_s": round(cpu.seconds, 3), "wall_s": round(cpu.wall, 3)}
     return found or None
 
@@ -376,7 +491,7 @@ def _second_entry(d: Diagnosed, words: Words) -> JsonValue:
     then = then_step(d, words)
     if then is None:
         return None
-    eager = words.rules.by_kind("eager-torch")
+    eager = words.catalog.by_kind("eager-torch")
     return {"finding": eager.kind, "id": eager.id, "exit_code": int(ExitCode.EAGER), "next": then}
 
 
@@ -401,58 +516,54 @@ def entry(d: Diagnosed, words: Words) -> dict[str, JsonValue]:
         "str_depth": f.depth,
         "frames": _frames(f.frames),
         "restart": f.restart,
-        "evidence": _evidence(f),
+        "evidence": _evidence(f, words.catalog),
         "second": _second_entry(d, words),
     }
 
 
-def unreadable_entry(u: Unreadable) -> dict[str, JsonValue]:
+def unreadable_entry(u: Unreadable, words: Words) -> dict[str, JsonValue]:
     """The same fields, null where nothing was read (the frames an empty list)."""
     fields: dict[str, JsonValue] = dict.fromkeys(ENTRY_FIELDS)
-    return fields | {"pid": u.pid, "exit_code": int(u.code), "message": u.message, "frames": []}
+    code = int(words.catalog.unread[u.why].code)
+    return fields | {
+        "pid": u.pid,
+        "exit_code": code,
+        "message": unread(u, words.catalog, words.rights),
+        "frames": [],
+    }
 
 
-def _severity(code: ExitCode, kind: str | None) -> int:
-    return -1 if kind == ANSWER else PRIORITY.index(code)
-
-
-def deciding(found: list[Diagnosed]) -> Diagnosed | None:
-    """The process whose finding decides the run's exit: the most severe, the first in PID order."""
-    return min(found, key=lambda d: _severity(d.finding.code, d.finding.kind), default=None)
-
-
-def report_unread(problems: list[Unreadable]) -> Report:
-    """No process read: the sentences are the result, the code the most severe of theirs."""
-    code = min(problems, key=lambda u: PRIORITY.index(u.code)).code
-    return Report(
-        "diagnose", "unknown", False, "\n".join(u.message.rstrip(".") + "." for u in problems), code
+def report(
+    found: list[Diagnosed], first: int | None, code: ExitCode, problems: list[Unreadable], words: Words
+) -> Report:
+    """The run's one report: every process's paragraph and the notes (processes that ended before
+    they were read); the code the verdict decided; the step and the torch of the process that
+    decides it (`first`), and the sentences of the PIDs that could not be read as its problems."""
+    notes = [u for u in problems if words.catalog.unread[u.why].code == ExitCode.OK]
+    missing = tuple(
+        unread(u, words.catalog, words.rights).rstrip(".") + "." for u in problems if u not in notes
     )
-
-
-def report(found: list[Diagnosed], problems: list[Unreadable], words: Words) -> Report:
-    """The run's one report: every process's paragraph; the code, the step and the torch of the
-    process that decides it (a PID that could not be read decides only when it is more severe)."""
-    first = deciding(found)
-    ranked = [(_severity(u.code, None), u.code) for u in problems]
-    if first is not None:
-        ranked.append((_severity(first.finding.code, first.finding.kind), first.finding.code))
-    code = min(ranked, default=(0, ExitCode.OK))[1]
-    missing = tuple(u.message.rstrip(".") + "." for u in problems)
+    text = "\n".join(
+        [
+            *(paragraph(d, words) for d in found),
+            *(unread(u, words.catalog, words.rights) + "." for u in notes),
+        ]
+    )
     if first is None:
-        return report_unread(problems)
-    text = "\n".join(paragraph(d, words) for d in found)
-    shared = first.torch.report if len({d.process.torch_seen_at for d in found}) == 1 else None
-    step = next_step(first, words) if code == first.finding.code else None
+        return Report("diagnose", "unknown", False, text if not missing else "\n".join(missing), code)
+    decides = found[first]
+    shared = decides.torch.report if len({d.process.torch_seen_at for d in found}) == 1 else None
+    step = next_step(decides, words) if code == decides.finding.code else None
     return Report(
         "diagnose",
-        first.torch.report.state,
+        decides.torch.report.state,
         False,
         text,
         code,
         next=Advice(step) if step else None,
-        torch_version=first.torch.report.torch_version,
-        torch_dir=first.process.torch_dir,
-        graph_py=f"{first.process.torch_dir}/_inductor/graph.py",
+        torch_version=decides.torch.report.torch_version,
+        torch_dir=decides.process.torch_dir,
+        graph_py=f"{decides.process.torch_dir}/_inductor/graph.py",
         sha256=shared.sha256 if shared else None,
         release=shared.release if shared else None,
         match=shared.match if shared else None,

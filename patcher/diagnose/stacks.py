@@ -108,13 +108,14 @@ def dump(spy: str, pid: int, with_locals: bool = False) -> Sample:
 
 
 def series(spy: str, pid: int, count: int, interval: float) -> list[Sample] | Failed:
-    """`count` dumps `interval` seconds apart; what was taken before the process ended counts."""
+    """`count` dumps `interval` seconds apart, the last with the frames' locals (what names a lock's
+    path): the only dumps a run takes. What was taken before the process ended counts."""
     taken: list[Sample] = []
     for index in range(count):
         if index:
             time.sleep(interval)
         try:
-            taken.append(dump(spy, pid))
+            taken.append(dump(spy, pid, with_locals=index == count - 1))
         except Failed as failed:
             return taken if taken and not failed.denied else failed
     return taken

@@ -51,19 +51,24 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
     )
 
 
-def read_torch(process: ProcessFacts, spec: PatchSpec) -> TorchFacts:
+def read_torch(process: ProcessFacts, spec: PatchSpec, locked: set[tuple[int, int]]) -> TorchFacts:
+    """verify's reading of the torch it loaded, without taking the install's lock (a stopped apply
+    would hold diagnose forever); `locked`: the (st_dev, st_ino) of the files /proc/locks shows
+    locked, so a reading taken while an apply or revert held the torch directory says so."""
     from patcher.install import reading
 
-    changed, version = None, None
+    changed, version, held = None, None, False
     try:
+        st = os.stat(process.torch_seen_at or "")
+        held = (st.st_dev, st.st_ino) in locked
         found = target(process, spec)
         version, changed = found.torch_version, os.stat(found.graph_py).st_ctime
-        report = reading.verify(found, spec)
+        report = reading.verify_unlocked(found, spec)
     except LazylogError as exc:
         return TorchFacts(
-            Report("verify", exc.state, False, exc.text(), exc.code, torch_version=version), changed
+            Report("verify", exc.state, False, exc.text(), exc.code, torch_version=version), changed, held, ""
         )
-    except OSError as exc:
-        message = f"Expected to read {process.torch_seen_at}/{spec.file}, but {exc.strerror}"
-        return TorchFacts(Report("verify", "unknown", False, message, ExitCode.ENVIRONMENT), None)
-    return TorchFacts(report, changed)
+    except OSError as exc:  # render says it, with the file it could not read
+        failed = Report("verify", "unknown", False, "", ExitCode.ENVIRONMENT)
+        return TorchFacts(failed, None, held, f"{exc.strerror or exc}")
+    return TorchFacts(report, changed, held, "")

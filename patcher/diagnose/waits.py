@@ -15,15 +15,17 @@ from __future__ import annotations
 import ast
 import functools
 import posixpath
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 EXISTS = ("exists", "isfile", "lexists", "is_file")  # a test that a path is there
 CUT = "..."  # how py-spy ends a repr it cut short
 
 
-class Path(NamedTuple):
-    """A path as far as the locals tell it: whole (`cut` False: head + tail), or a head py-spy cut
-    short and the tail joined after it (the one file that completes it is looked for on disk)."""
+class Spelling(NamedTuple):
+    """A path's text as far as the locals spell it (text, not a pathlib.Path): whole (`cut` False),
+    or a head py-spy cut short and the tail joined after it (the one file that completes it is looked
+    for on disk)."""
 
     head: str
     cut: bool = False
@@ -70,15 +72,15 @@ def vanishing(loop: ast.While) -> ast.expr | None:
     return None
 
 
-def string(shown: str) -> Path | None:
+def string(shown: str) -> Spelling | None:
     """A string local as py-spy shows it (in quotes; cut with `...`); None for any other value."""
     if len(shown) < 2 or shown[0] != shown[-1] or shown[0] not in "\"'":
         return None
     text = shown[1:-1]
-    return Path(text[: -len(CUT)], cut=True) if text.endswith(CUT) else Path(text)
+    return Spelling(text[: -len(CUT)], cut=True) if text.endswith(CUT) else Spelling(text)
 
 
-def _joined(parts: list[Path | None]) -> Path | None:
+def _joined(parts: list[Spelling | None]) -> Spelling | None:
     """posixpath.join of the parts; after a part py-spy cut short, only whole ones (its tail)."""
     done = [p for p in parts if p is not None]
     if not done or len(done) < len(parts):
@@ -87,72 +89,73 @@ def _joined(parts: list[Path | None]) -> Path | None:
     head = posixpath.join(*(p.head for p in done[: cut + 1]))
     rest = done[cut + 1 :]
     if cut == len(done):
-        return Path(head)
+        return Spelling(head)
     if done[cut].tail or any(p.cut for p in rest):
         return None
-    return Path(head, True, "/" + posixpath.join(*(p.head for p in rest)) if rest else "")
+    return Spelling(head, True, "/" + posixpath.join(*(p.head for p in rest)) if rest else "")
 
 
-def evaluate(node: ast.expr, found: Locals) -> Path | None:
+Resolve = Callable[[ast.expr], "Spelling | None"]  # a value of the object's own (`self.x`, `self.m()`)
+
+
+def evaluate(
+    node: ast.expr, found: Mapping[str, str | Spelling], resolve: Resolve | None = None
+) -> Spelling | None:
     """A path expression of strings: a local, a constant, `os.path.join(...)`, `a / b`, `a + b`,
-    an f-string of locals; None for anything else."""
+    an f-string of locals, and what `resolve` makes of `self.ATTR` and `self.METHOD()`; None for
+    anything else."""
+    again = functools.partial(evaluate, found=found, resolve=resolve)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return Path(node.value)
+        return Spelling(node.value)
     if isinstance(node, ast.Name):
-        return string(found[node.id]) if node.id in found else None
+        value = found.get(node.id)
+        return value if isinstance(value, Spelling) or value is None else string(value)
+    if resolve is not None and (_own(node) is not None):
+        return resolve(node)
     if isinstance(node, ast.Call) and _name(node.func) in ("join", "Path", "PurePath") and not node.keywords:
-        return _joined([evaluate(a, found) for a in node.args])
+        return _joined([again(a) for a in node.args])
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
-        return _joined([evaluate(node.left, found), evaluate(node.right, found)])
+        return _joined([again(node.left), again(node.right)])
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _concatenated([evaluate(node.left, found), evaluate(node.right, found)])
+        return _concatenated([again(node.left), again(node.right)])
     if isinstance(node, ast.JoinedStr):
         values = [v.value if isinstance(v, ast.FormattedValue) else v for v in node.values]
-        return _concatenated([evaluate(v, found) for v in values])
+        return _concatenated([again(v) for v in values])
     return None
 
 
-def _concatenated(parts: list[Path | None]) -> Path | None:
+def _own(node: ast.expr) -> str | None:
+    """`self.ATTR` (ATTR) or `self.METHOD()` without arguments (METHOD())."""
+    if isinstance(node, ast.Call) and not node.args and not node.keywords and _is_self(node.func, None):
+        return node.func.attr + "()" if isinstance(node.func, ast.Attribute) else None
+    return node.attr if isinstance(node, ast.Attribute) and _is_self(node, None) else None
+
+
+def _concatenated(parts: list[Spelling | None]) -> Spelling | None:
     if any(p is None or p.cut for p in parts):
         return None
-    return Path("".join(p.head for p in parts if p is not None))
+    return Spelling("".join(p.head for p in parts if p is not None))
 
 
 class Wait(NamedTuple):
     """A loop waiting for a file to vanish: the path, if the locals tell it."""
 
-    path: Path | None
+    path: Spelling | None
 
 
-def _parameter(tree: ast.Module, line: int, attribute: str) -> tuple[str, int, str] | None:
-    """For `self.ATTR` in a method around `line`: its class's name, and the position and name of
-    the `__init__` parameter ATTR was set from (`self.ATTR = PARAM`)."""
-    classes = [c for c in _around(tree, line, ast.ClassDef) if isinstance(c, ast.ClassDef)]
-    if not classes:
-        return None
-    cls = classes[-1]
-    for method in cls.body:
-        if not isinstance(method, ast.FunctionDef) or method.name != "__init__":
-            continue
-        names = [a.arg for a in method.args.args[1:]]
-        for node in ast.walk(method):
-            if (
-                isinstance(node, ast.Assign)
-                and any(_is_self(t, attribute) for t in node.targets)
-                and isinstance(node.value, ast.Name)
-                and node.value.id in names
-            ):
-                return cls.name, names.index(node.value.id), node.value.id
-    return None
-
-
-def _is_self(node: ast.expr, attribute: str) -> bool:
+def _is_self(node: ast.expr, attribute: str | None) -> bool:
     return (
         isinstance(node, ast.Attribute)
-        and node.attr == attribute
+        and (attribute is None or node.attr == attribute)
         and isinstance(node.value, ast.Name)
         and node.value.id == "self"
     )
+
+
+def _methods(cls: ast.ClassDef) -> list[ast.FunctionDef]:
+    """The class's methods, `__init__` first (what it sets is what every other method sees)."""
+    found = [m for m in cls.body if isinstance(m, ast.FunctionDef)]
+    return sorted(found, key=lambda m: m.name != "__init__")
 
 
 def _built_with(tree: ast.Module, line: int, cls: str, position: int, keyword: str) -> ast.expr | None:
@@ -170,6 +173,43 @@ def _built_with(tree: ast.Module, line: int, cls: str, position: int, keyword: s
     return None
 
 
+class _Object(NamedTuple):
+    """The object whose method waits: its class, and the call that built it in the caller's function."""
+
+    cls: ast.ClassDef
+    caller: tuple[ast.Module, int, Locals] | None
+
+    def arguments(self, init: ast.FunctionDef) -> dict[str, Spelling]:
+        """`__init__`'s parameters as the caller passed them."""
+        if self.caller is None:
+            return {}
+        outer, line, found = self.caller
+        given = {}
+        for position, name in enumerate(a.arg for a in init.args.args[1:]):
+            argument = _built_with(outer, line, self.cls.name, position, name)
+            value = evaluate(argument, found) if argument is not None else None
+            if value is not None:
+                given[name] = value
+        return given
+
+    def value(self, node: ast.expr, depth: int) -> Spelling | None:
+        """`self.ATTR`: what a method assigns it (`__init__`'s first, with its parameters as the
+        caller passed them); `self.METHOD()`: the one expression the method returns."""
+        wanted = _own(node)
+        if wanted is None or depth > 8:  # a chain of attributes this deep is a loop
+            return None
+        resolve: Resolve = functools.partial(self.value, depth=depth + 1)
+        for method in _methods(self.cls):
+            found = self.arguments(method) if method.name == "__init__" else {}
+            if wanted == method.name + "()":
+                returns = [n.value for n in ast.walk(method) if isinstance(n, ast.Return) and n.value]
+                return evaluate(returns[0], found, resolve) if len(returns) == 1 else None
+            for assigned in ast.walk(method):
+                if isinstance(assigned, ast.Assign) and any(_is_self(t, wanted) for t in assigned.targets):
+                    return evaluate(assigned.value, found, resolve)
+        return None
+
+
 def waited(source: str, line: int, own: Locals, caller: tuple[str, int, Locals] | None) -> Wait | None:
     """Whether the frame at `line` of `source` waits for a file to vanish, and the file's path as far
     as its locals (or its caller's: source, line, locals) tell it. None: not such a wait."""
@@ -178,17 +218,30 @@ def waited(source: str, line: int, own: Locals, caller: tuple[str, int, Locals] 
     path = vanishing(loop) if loop is not None else None
     if tree is None or path is None:
         return None
-    found = evaluate(path, own)
-    if found is not None or caller is None:
-        return Wait(found)
-    if not (isinstance(path, ast.Attribute) and isinstance(path.value, ast.Name) and path.value.id == "self"):
-        return Wait(None)
-    built = _parameter(tree, line, path.attr)
-    outer = _parsed(caller[0])
-    if built is None or outer is None:
-        return Wait(None)
-    argument = _built_with(outer, caller[1], *built)
-    return Wait(evaluate(argument, caller[2]) if argument is not None else None)
+    classes = [c for c in _around(tree, line, ast.ClassDef) if isinstance(c, ast.ClassDef)]
+    outer = _parsed(caller[0]) if caller is not None else None
+    built = (outer, caller[1], caller[2]) if outer is not None and caller is not None else None
+    resolve = functools.partial(_Object(classes[-1], built).value, depth=0) if classes else None
+    return Wait(evaluate(path, own, resolve))
+
+
+EXCLUSIVE = ("O_CREAT", "O_EXCL")  # the flags of a file created only when it is not there
+
+
+def keeps_open(source: str, line: int) -> bool:
+    """Whether the class whose method waits at `line` is FileBaton's protocol by its code's shape:
+    a method keeps (`self.X = os.open(...)`) a file it creates exclusively (O_CREAT | O_EXCL)."""
+    tree = _parsed(source)
+    classes = [c for c in _around(tree, line, ast.ClassDef) if isinstance(c, ast.ClassDef)] if tree else []
+    for node in ast.walk(classes[-1]) if classes else ():
+        if isinstance(node, ast.Assign) and any(_is_self(t, None) for t in node.targets):
+            for call in _calls(node.value, ("open",)):
+                flags = {
+                    n.attr if isinstance(n, ast.Attribute) else getattr(n, "id", "") for n in ast.walk(call)
+                }
+                if all(f in flags for f in EXCLUSIVE):
+                    return True
+    return False
 
 
 def polls(source: str, line: int) -> bool:

@@ -104,9 +104,15 @@ def keeping(command: str, target: Target, snap: Snapshot, reading: Reading) -> I
 
 def verify(target: Target, spec: PatchSpec) -> Report:
     with lock.locked(target.torch_dir, exclusive=False):
-        snap, reading, _ = read_install(target, spec)
-        with keeping("verify", target, snap, reading):
-            return _verdict(target, spec, snap, reading)
+        return verify_unlocked(target, spec)
+
+
+def verify_unlocked(target: Target, spec: PatchSpec) -> Report:
+    """verify's reading without the torch directory's lock: for diagnose, which must never wait on an
+    apply (it says instead when one held the lock while it read)."""
+    snap, reading, _ = read_install(target, spec)
+    with keeping("verify", target, snap, reading):
+        return _verdict(target, spec, snap, reading)
 
 
 def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:

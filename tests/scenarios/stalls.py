@@ -13,6 +13,16 @@ this checkout); TAG is an argument only, so a test can find its processes.
   flock LOCK      filelock's FileLock takes LOCK (an flock) and keeps it; prints `held`
   flocked LOCK    with torch loaded, filelock's FileLock waits for LOCK (its acquire loop polls)
   flock-blocked LOCK  with torch loaded, fcntl.flock(LOCK_EX) waits for LOCK in the kernel
+  baton LOCK      torch's FileBaton takes LOCK and keeps it, printing `acquired`; while LOCK is there,
+                  prints `waiting` and waits in FileBaton.wait (then ends, as torch's waiter does)
+  mark FILE       creates FILE and closes it (a download or warm-up marker), prints `marked`, lives on
+  marker FILE     with torch loaded, waits in a `while os.path.exists(FILE)` loop (no lock protocol)
+  soft LOCK       with torch loaded, filelock's SoftFileLock takes LOCK (waiting while another holds
+                  it or an empty marker of an older filelock is there), prints `acquired`, lives on
+  gate HOW ROOT   with torch loaded, Gate (a copy of FileBaton's protocol) takes ROOT's lock whose
+                  path comes from HOW: `derived` (an attribute __init__ derives from its argument),
+                  `method` (a method's return), `late` (an attribute set outside __init__); waits
+                  while it is there, else prints `acquired` and keeps it
   ranks PORT      a launcher without torch starting two gloo ranks on 127.0.0.1:PORT, with torchrun's
                   variables (MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE): rank 0 waits in barrier(),
                   rank 1 sits in hold_back()
@@ -85,6 +95,93 @@ def flock_blocked(path: str) -> None:
         print("waiting", flush=True)
         fcntl.flock(file, fcntl.LOCK_EX)
         print("held", flush=True)
+
+
+def baton(path: str) -> None:
+    from torch.utils.file_baton import FileBaton
+
+    taken = FileBaton(path)
+    if taken.try_acquire():
+        print("acquired", flush=True)
+        time.sleep(3600)
+    print("waiting", flush=True)
+    taken.wait()
+
+
+def mark(path: str) -> None:
+    open(path, "w").close()
+    print("marked", flush=True)
+    time.sleep(3600)
+
+
+def marker(path: str) -> None:
+    import torch  # noqa: F401
+
+    print("waiting", flush=True)
+    while os.path.exists(path):
+        time.sleep(0.1)
+    print("gone", flush=True)
+
+
+def soft(path: str) -> None:
+    import importlib
+
+    import torch  # noqa: F401
+
+    filelock = importlib.import_module("filelock")
+    taken = filelock.SoftFileLock(path)  # kept: a lock object collected releases its lock
+    print("waiting", flush=True)
+    taken.acquire()
+    print("acquired", flush=True)
+    time.sleep(3600)
+
+
+class Gate:
+    """FileBaton's protocol (a file created exclusively, its fd kept open until it is removed), its
+    lock's path built three other ways."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.derived = os.path.join(root, "derived.lock")
+        self.fd: int | None = None
+
+    def method(self) -> str:
+        return os.path.join(self.root, "method.lock")
+
+    def settle(self) -> None:
+        self.late = self.root + "/late.lock"
+
+    def try_acquire(self, path: str) -> bool:
+        try:
+            self.fd = os.open(path, os.O_CREAT | os.O_EXCL)
+            return True
+        except FileExistsError:
+            return False
+
+    def wait_derived(self) -> None:
+        while os.path.exists(self.derived):
+            time.sleep(0.1)
+
+    def wait_method(self) -> None:
+        while os.path.exists(self.method()):
+            time.sleep(0.1)
+
+    def wait_late(self) -> None:
+        while os.path.exists(self.late):
+            time.sleep(0.1)
+
+
+def gate(how: str, root: str) -> None:
+    import torch  # noqa: F401
+
+    door = Gate(root)
+    door.settle()
+    path = {"derived": door.derived, "method": door.method(), "late": door.late}[how]
+    if door.try_acquire(path):
+        print("acquired", flush=True)
+        time.sleep(3600)
+    print("waiting", flush=True)
+    getattr(door, f"wait_{how}")()
 
 
 def ranks(port: str) -> int:
@@ -198,6 +295,16 @@ def main(argv: list[str]) -> int:
         flock_blocked(args[0])
     elif what in ("flock", "flocked"):
         flock(args[0], wait=what == "flocked")
+    elif what == "baton":
+        baton(args[0])
+    elif what == "mark":
+        mark(args[0])
+    elif what == "marker":
+        marker(args[0])
+    elif what == "soft":
+        soft(args[0])
+    elif what == "gate":
+        gate(args[0], args[1])
     elif what == "ranks":
         return ranks(args[0])
     elif what == "rank":
