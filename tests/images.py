@@ -715,3 +715,15 @@ def arm64_tool_image() -> str:
     """This checkout's tool image for linux/arm64: the README's tool-image build with BuildKit's
     --platform linux/arm64 on the arm64 base, its tool stage run by qemu."""
     return _tool_image("linux/arm64", arm64_base)
+
+
+def fetch() -> None:
+    """The stand-in bases with torch 2.10.0 made ahead (`python -m tests.images`): `.ci/run` starts it
+    beside the tests, so their downloads and layers are written while tests that need none run; each
+    is made under its lock, and a test that needs one waits for it."""
+    rocm_base()
+    system_base()
+
+
+if __name__ == "__main__":
+    fetch()
