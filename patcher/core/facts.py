@@ -29,7 +29,7 @@ class Reading(NamedTuple):
     state: State
     known: Known
     fit: Fit  # the undo record against graph.py (patcher.core.state)
-    row: RowFit  # RECORD's row for graph.py against its bytes
+    row_fit: RowFit  # RECORD's row for graph.py against its bytes
     stale: tuple[Pyc, ...]  # the target's own pycs that do not describe graph.py, judged once
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
     record_row: Row | None  # graph.py's one row in RECORD, found once (None: there is no RECORD)
