@@ -29,7 +29,7 @@ class Reading(NamedTuple):
     state: State
     known: Known
     fit: Fit  # the undo record against graph.py (patcher.core.state)
-    row: RowFit  # RECORD's row for graph.py against its bytes
+    row_fit: RowFit  # RECORD's row for graph.py against its bytes
     stale: tuple[Pyc, ...]  # the target's own pycs that do not describe graph.py, judged once
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
     record_row: Row | None  # graph.py's one row in RECORD, found once (None: there is no RECORD)
@@ -117,10 +117,11 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     kind = _kind(known, found, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
-    row = record.fit(found, snap.graph)
-    if row in ("missing", "duplicate"):
-        raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
+    row_fit = record.fit(found, snap.graph)
+    if row_fit in ("missing", "duplicate"):
+        said = "no row" if row_fit == "missing" else "more than one row"
+        raise damaged(f"it has {said} for {spec.graph_row}")
     names_original, names_patched = record.names(found, original), record.names(found, patched)
     name = state.name_state(kind, fit, names_original, names_patched)
-    the_row = found[0] if found else None
-    return Reading(name, known, fit, row, tuple(snap.stale_pycs()), original, the_row, newer_undo)
+    record_row = found[0] if found else None  # the one row: more or none is damage (above)
+    return Reading(name, known, fit, row_fit, tuple(snap.stale_pycs()), original, record_row, newer_undo)

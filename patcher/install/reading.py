@@ -116,7 +116,7 @@ def verify_unlocked(target: Target, spec: PatchSpec) -> Report:
 
 
 def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
-    rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
+    rule, found = state.verdict(reading.state, reading.row_fit, reading.stale_unchecked)
     if rule.code == ExitCode.REFUSED:
         raise refusal("verify", target, spec, snap, reading)
     stale = [str(p.path) for p in reading.stale if p.mode == "unchecked-hash"]
