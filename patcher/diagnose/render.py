@@ -87,15 +87,6 @@ def _torch(d: Diagnosed) -> str:
     return f"the torch it loaded: {d.torch.report.message.rstrip('.')}"
 
 
-def _restart(d: Diagnosed) -> str:
-    if not d.finding.restart:
-        return ""
-    return (
-        " torch's graph.py changed after this process started: it may still run what it imported "
-        "before, so restart it."
-    )
-
-
 def _age(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -418,44 +409,31 @@ def _advice(d: Diagnosed, words: Words) -> str:
     )
 
 
+def _notes(d: Diagnosed) -> str:
+    """What else the paragraph says of the process, each when its fact holds."""
+    f, below = d.finding, d.finding.evidence.children
+    many = "es" if len(below) > 1 else ""
+    said = [
+        d.torch.mid_write
+        and "An apply or revert held the torch directory's lock while diagnose read it (diagnose never "
+        "waits for it): the reading may be mid-write; diagnose again once it has ended.",
+        f.awaited_by
+        and f.kind != "rank-awaited"  # its own sentence says so
+        and f"Ranks of its job wait for it in a collective: PIDs {_pids(f.awaited_by)}.",
+        d.exited and f"It exited while it was sampled, after {f.samples} sample(s).",
+        below
+        and "Read as part of it, not judged on their own (Inductor's compile workers and compilers come "
+        f"and go): the process{many} it started, PID{'s' if many else ''} {_pids(below)}.",
+        f.restart
+        and "torch's graph.py changed after this process started: it may still run what it imported "
+        "before, so restart it.",
+    ]
+    return "".join(f" {note}" for note in said if note)
+
+
 def paragraph(d: Diagnosed, words: Words) -> str:
     said = words.catalog.by_kind(d.finding.kind).said.format(**_fields(d, words))
-    return (
-        f"{_who(d.process)} {said}; {_torch(d)}.{_mid_write(d)}{_awaited(d)}{_exited(d)}{_children(d)}"
-        f"{_restart(d)}{_advice(d, words)}{_second(d, words)}"
-    )
-
-
-def _mid_write(d: Diagnosed) -> str:
-    if not d.torch.mid_write:
-        return ""
-    return (
-        " An apply or revert held the torch directory's lock while diagnose read it (diagnose never "
-        "waits for it): the reading may be mid-write; diagnose again once it has ended."
-    )
-
-
-def _children(d: Diagnosed) -> str:
-    below = d.finding.evidence.children
-    if not below:
-        return ""
-    return (
-        f" Read as part of it, not judged on their own (Inductor's compile workers and compilers come "
-        f"and go): the process{'es' if len(below) > 1 else ''} it started, PID{'s' if len(below) > 1 else ''} "
-        f"{_pids(below)}."
-    )
-
-
-def _awaited(d: Diagnosed) -> str:
-    if not d.finding.awaited_by or d.finding.kind == "rank-awaited":  # its sentence says so
-        return ""
-    return f" Ranks of its job wait for it in a collective: PIDs {_pids(d.finding.awaited_by)}."
-
-
-def _exited(d: Diagnosed) -> str:
-    if not d.exited:
-        return ""
-    return f" It exited while it was sampled, after {d.finding.samples} sample(s)."
+    return f"{_who(d.process)} {said}; {_torch(d)}.{_notes(d)}{_advice(d, words)}{_second(d, words)}"
 
 
 def _frames(frames: tuple[Frame, ...]) -> JsonValue:

@@ -107,19 +107,17 @@ def restart_needed(process: ProcessFacts, torch: TorchFacts | None) -> bool:
     return process.torch_replaced or (changed is not None and changed > process.started + START_RESOLUTION)
 
 
-def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> tuple[FindingKind, ExitCode]:
+def _kind(eager: int, logging: int, torch: TorchFacts | None, restart: bool) -> FindingKind:
     code = torch.report.code if torch is not None else None
     if eager:
-        return "eager-formatting", ExitCode.EAGER
+        return "eager-formatting"
     if code == ExitCode.EAGER:
-        return "eager-torch", ExitCode.EAGER
+        return "eager-torch"
     if logging:  # the process runs the lazy call: what it imported before a change is gone
-        return "info-formatting", ExitCode.OK
+        return "info-formatting"
     if restart and code == ExitCode.OK:
-        return "stale-import", ExitCode.EAGER
-    if code == ExitCode.OK:
-        return "lazy", ExitCode.OK
-    return "unknown-torch", code if code is not None else ExitCode.ENVIRONMENT
+        return "stale-import"
+    return "lazy" if code == ExitCode.OK else "unknown-torch"
 
 
 def finding_of(
@@ -128,7 +126,9 @@ def finding_of(
     eager, eager_depth, eager_frames = _tally(samples, "eager")
     logging, logging_depth, logging_frames = _tally(samples, "logging")
     restart = restart_needed(process, torch)
-    kind, code = _kind(eager, logging, torch, restart)
+    kind = _kind(eager, logging, torch, restart)
+    declared = rules.by_kind(kind).code  # the table's; TORCH there: the loaded torch's own (verify's)
+    code = declared if declared is not None else torch.report.code if torch else ExitCode.ENVIRONMENT
     if kind == "eager-formatting":
         count, depth, frames = eager, eager_depth, eager_frames
     elif kind == "info-formatting":
