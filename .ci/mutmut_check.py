@@ -2,18 +2,23 @@
 """Compare mutmut's results with the mutants named as equivalent; exit 1 on any other survivor.
 
 Run after `mutmut run` in the checkout (its results and mutated copies live in ./mutants/). Every
-mutant that no test kills must be named, with its reason, in .ci/mutmut-equivalent.txt: a line
-`<function>  # why`, then the lines the mutant changes, `- ` as written and `+ ` as mutated (what
-`mutmut show NAME` prints, without indentation). A mutant is known by its function and that change,
-never by mutmut's index within the function, which any edit to the function renumbers: an edit
-elsewhere leaves the list valid. The same change at two places in one function is one entry.
-A named mutant that is now killed or no longer made is reported too, so the list stays exact. A
-timeout counts as a kill (the mutant changed what the code does). At most 5% of the mutants may be named.
+mutant that no test kills must be excused, by a rule or by name:
+- RULES below: a kind of change that is equivalent wherever it is made (a codec name's case, None
+  for a start of 0, an assertion's message), each with its reason;
+- .ci/mutmut-equivalent.txt: a line `<function>  # why`, then the lines the mutant changes, `- ` as
+  written and `+ ` as mutated (what `mutmut show NAME` prints, without indentation). `+ *` stands
+  for any mutation of the written lines, and `- *` alone for any mutant of the function (a path that
+  only saves time). A mutant is known by its function and that change, never by mutmut's index
+  within the function, which any edit to the function renumbers: an edit elsewhere leaves the list
+  valid. The same change at two places in one function is one entry.
+A named entry that now excuses no survivor is reported too, so the list stays exact. A timeout counts
+as a kill (the mutant changed what the code does). At most 5% of the mutants may be excused.
 """
 
 from __future__ import annotations
 
 import ast
+import codecs
 import collections
 import difflib
 import re
@@ -28,13 +33,80 @@ LIMIT = 0.05
 # mutmut's name of a mutant: the module, then x_<function> or xǁ<class>ǁ<method>, then its index.
 MUTANT = re.compile(r"(?P<module>[\w.]+?)\.(?P<function>x_\w+?|xǁ\w+?ǁ\w+?)__mutmut_(?P<index>\d+|orig)")
 
-# A mutant as the list names it: the function ("patcher.core.undo.UndoRecord.to_bytes"), the lines
-# as written and the lines as mutated (each stripped of its indentation).
+# A mutant's change: the function ("patcher.core.undo.UndoRecord.to_bytes"), the lines as written
+# and the lines as mutated (each stripped of its indentation).
 Change = tuple[str, tuple[str, ...], tuple[str, ...]]
+# An entry of the list: a change, where None stands for any lines (`- *`, `+ *`).
+Named = tuple[str, tuple[str, ...] | None, tuple[str, ...] | None]
+ANY = ("*",)
 
 
-def named(text: str) -> dict[Change, str]:
-    out: dict[Change, str] = {}
+def matches(entry: Named, change: Change) -> bool:
+    function, old, new = entry
+    return function == change[0] and old in (None, change[1]) and new in (None, change[2])
+
+
+_STRING = re.compile(r"""(["'])((?:\\.|(?!\1).)*)\1""")  # a quoted literal, escapes and all
+
+
+def _codec(name: str) -> str | None:
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def _codec_case(old: str, new: str) -> bool:
+    """Only string literals changed, each a codec name in another case (codec lookup ignores case)."""
+    before, after = _STRING.findall(old), _STRING.findall(new)
+    if len(before) != len(after) or _STRING.sub("''", old) != _STRING.sub("''", new):
+        return False
+    changed = [(a[1], b[1]) for a, b in zip(before, after, strict=True) if a != b]
+    return bool(changed) and all(
+        a != b and _codec(a) is not None and _codec(a) == _codec(b) for a, b in changed
+    )
+
+
+_START = re.compile(r"\.(?:r?find|count)\([^,()]+, 0(?=[,)])")
+
+
+def _none_for_zero_start(old: str, new: str) -> bool:
+    """A start of 0 given as None to bytes.find, rfind or count: the same slice."""
+    return any(old[: m.end() - 1] + "None" + old[m.end() :] == new for m in _START.finditer(old))
+
+
+def _assert_message(old: str, new: str) -> bool:
+    """Only an assertion's message changed: it shows only when the assertion fails."""
+    try:
+        a, b = ast.parse(old).body, ast.parse(new).body
+    except SyntaxError:
+        return False
+    return (
+        len(a) == len(b) == 1
+        and isinstance(a[0], ast.Assert)
+        and isinstance(b[0], ast.Assert)
+        and ast.dump(a[0].test) == ast.dump(b[0].test)
+        and a[0].msg is not None
+    )
+
+
+RULES = {
+    "a codec name in another case (codec lookup ignores case)": _codec_case,
+    "None for a start of 0 in bytes.find, rfind or count (the same slice)": _none_for_zero_start,
+    "an assertion's message (shown only when it fails)": _assert_message,
+}
+
+
+def rule(change: Change) -> str | None:
+    """The rule that excuses this change: one changed line, equivalent by its kind."""
+    _, old, new = change
+    if len(old) != 1 or len(new) != 1:
+        return None
+    return next((why for why, holds in RULES.items() if holds(old[0], new[0])), None)
+
+
+def named(text: str) -> dict[Named, str]:
+    out: dict[Named, str] = {}
     entries: list[tuple[int, str, str, dict[str, list[str]]]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if line.startswith(("- ", "+ ")):
@@ -57,7 +129,10 @@ def named(text: str) -> dict[Change, str]:
             wanted = tuple(int(part) for part in since[:-1].split("."))
             if sys.version_info[: len(wanted)] < wanted:
                 continue
-        key = (function, tuple(old), tuple(new))
+        if old == list(ANY):
+            key: Named = (function, None, None)
+        else:
+            key = (function, tuple(old), None if new == list(ANY) else tuple(new))
         if key in out:
             sys.exit(f"{NAMED.name}:{number}: {function} names the same change twice")
         out[key] = why
@@ -132,9 +207,11 @@ def main() -> int:
         return 1
     survivors = {n for n, s in found.items() if s not in KILLED}
     change = changes(sorted(survivors), ROOT / "mutants")
-    excused = {n for n in survivors if change[n] in equivalent}
+    by_rule = collections.Counter(why for n in survivors if (why := rule(change[n])))
+    entries = {n: [e for e in equivalent if matches(e, change[n])] for n in survivors if not rule(change[n])}
+    excused = {n for n in survivors if rule(change[n]) or entries[n]}
     unnamed = sorted(survivors - excused)
-    stale = sorted(set(equivalent) - {change[n] for n in excused})
+    stale = [e for e in equivalent if not any(e in used for used in entries.values())]
     per: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for name, status in found.items():
         kind = "equivalent" if name in excused else "killed" if status in KILLED else "survived"
@@ -143,19 +220,23 @@ def main() -> int:
     for mod in sorted(per):
         c = per[mod]
         print(
-            f"{mod}: {c['total']} mutants, {c['killed']} killed, {c['equivalent']} named equivalent, {c['survived']} survived"
+            f"{mod}: {c['total']} mutants, {c['killed']} killed, {c['equivalent']} equivalent, {c['survived']} survived"
         )
     total = len(found)
     share = len(excused) / total
     print(
-        f"all: {total} mutants, {total - len(survivors)} killed, {len(excused)} named equivalent ({share:.1%}) by {len(equivalent)} entries"
+        f"all: {total} mutants, {total - len(survivors)} killed, {len(excused)} equivalent ({share:.1%}):"
+        f" {sum(by_rule.values())} by {len(by_rule)} rules, the rest by {len(equivalent)} named entries"
     )
+    for why, count in sorted(by_rule.items()):
+        print(f"  {count} by rule: {why}")
     for name in unnamed:
         print(f"survived ({found[name]}), not named as equivalent (`mutmut show {name}`):")
         print(entry(change[name], "why it changes nothing a caller can observe"))
     for key in stale:
         print(f"named as equivalent but killed or no longer made (remove it from {NAMED.name}):")
-        print(entry(key, equivalent[key]))
+        function, old, new = key
+        print(entry((function, old or ANY, ANY if new is None and old else new or ()), equivalent[key]))
     if share > LIMIT:
         print(f"more than {LIMIT:.0%} of the mutants are named as equivalent")
     return 1 if unnamed or stale or share > LIMIT else 0

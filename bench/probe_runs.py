@@ -1,5 +1,5 @@
 """Run by bench/compile_time.py in a torch venv's Python: one untimed warm-up compile, then `repeat`
-timed cold compiles of the probe's custom-op chain (patcher.target.inductor, stdlib only, found from
+timed cold compiles of the probe's custom-op chain (patcher.in_target.inductor, stdlib only, found from
 the checkout); with `limit`, OperatorIssue.operator_str returns "" (the cost floor). Prints JSON."""
 
 import json
@@ -17,7 +17,7 @@ def main(params: dict[str, object]) -> dict[str, object]:
     import torch._inductor.graph as inductor_graph
     from torch._inductor.exc import OperatorIssue
 
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     if params["limit"]:
         OperatorIssue.operator_str = staticmethod(lambda target, args, kwargs: "")

@@ -28,8 +28,21 @@ def need_image(make: Callable[[], str]) -> str:
     return tag
 
 
+# The markers of the test being run: a torch venv is built only for a test marked e2e or image, so
+# the quick loop (`-m "not e2e and not image"`) never builds one.
+_MARKERS: set[str] = set()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    _MARKERS.clear()
+    _MARKERS.update(mark.name for mark in item.iter_markers())
+
+
 def torch_venv(version: str) -> Path:
     """A shared torch venv of the cache: read and patched by this checkout's tool, never installed into."""
+    assert _MARKERS & {"e2e", "image"}, (
+        "a test that uses a torch venv is marked e2e (the quick loop has none)"
+    )
     venv = need(lambda: realdata.torch_venv(version))
     assert isinstance(venv, Path)
     return venv

@@ -160,12 +160,12 @@ def venv_tool(venv: Path, *args: str) -> tuple[int, dict[str, Any]]:
 
 
 def probe_under_coverage(python: Path, params: dict[str, object], cwd: Path) -> dict[str, Any]:
-    """patcher.target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
+    """patcher.in_target.inductor run by file path in `python` under coverage (found through PYTHONPATH,
     nothing is installed there), so that the module that only ever runs beside torch is measured;
     it compiles in `cwd`, as the runtime check has it compile in its throw-away cache."""
     import coverage
 
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     assert inductor.__file__ is not None
     env = dict(os.environ, PYTHONPATH=str(Path(coverage.__file__).parent.parent), TMPDIR=str(cwd))

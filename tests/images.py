@@ -25,7 +25,6 @@ import hashlib
 import http.server
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -293,36 +292,8 @@ def _portable_python(python: Path, destination: Path) -> None:
     (destination / "lib" / python.name / "site-packages").mkdir()
 
 
-def _manylinux() -> list[str]:
-    machine = platform.machine()
-    return [f"manylinux_2_{minor}_{machine}" for minor in (28, 27, 17)] + [f"manylinux2014_{machine}"]
-
-
-# What torch requires but `pip download` leaves out, as pip and setuptools are already at hand.
-_NOT_DOWNLOADED = ["setuptools"]
-
-
-def linux_wheels(version: str, minor: str) -> Path:
-    """torch `version` for CPython `minor` on Linux with every dependency (the CUDA libraries, ~4 GB),
-    downloaded once into the cache; the wheels that several Pythons share are downloaded once."""
-    directory = realdata.CACHE / "linux-wheels" / f"torch-{version}"
-    ready = directory / f".complete-py{minor}"
-    if ready.exists():
-        return directory
-    with realdata.cache_lock(f"linux-wheels-{version}"):
-        if ready.exists():
-            return directory
-        directory.mkdir(parents=True, exist_ok=True)
-        start = time.monotonic()
-        platforms = [arg for tag in _manylinux() for arg in ("--platform", tag)]
-        realdata.pip(
-            ["download", "--quiet", "--only-binary=:all:", "--python-version", minor, *platforms,
-             "--dest", str(directory), f"torch=={version}", *_NOT_DOWNLOADED],
-            f"torch {version} for Python {minor} with its dependencies",
-        )  # fmt: skip
-        ready.touch()
-        _log(f"downloaded torch {version} for Python {minor} in {time.monotonic() - start:.0f} s")
-    return directory
+# The wheels the stand-ins install, shared with the torch venvs of the cache.
+linux_wheels = realdata.linux_wheels
 
 
 def uv_wheel() -> Path:
@@ -362,9 +333,7 @@ def _served(directory: Path) -> Iterator[str]:
         server.server_close()
 
 
-def _log(line: str) -> None:
-    with open(realdata.CACHE / "images.log", "a") as out:
-        out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+_log = realdata.log
 
 
 def image_mb(tag: str) -> float:
@@ -569,7 +538,9 @@ def vendor_eager_base() -> str:
 def tool_context(destination: Path) -> Path:
     """The build context Dockerfile.rocm expects: the tool's source, as the repository has it."""
     destination.mkdir(parents=True)
-    for name in ("pyproject.toml", "README.md", "LICENSE", "Dockerfile.rocm", ".dockerignore"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "Dockerfile.rocm", ".dockerignore",
+                 ".ci/image-click.txt", ".ci/image-libcst.txt"):  # fmt: skip
+        (destination / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, destination / name)
     for name in ("patcher", "patches"):
         shutil.copytree(ROOT / name, destination / name, ignore=shutil.ignore_patterns("__pycache__"))

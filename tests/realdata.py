@@ -11,10 +11,12 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import platform
 import re
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -101,9 +103,15 @@ def wheel(version: str) -> Path:
         return sorted(directory.glob(f"torch-{version}-*.whl"))[0]
 
 
-def graph_source(version: str) -> bytes:
+def release_file(version: str, name: str) -> bytes:
+    """One file of the release as its wheel holds it (`torch/utils/file_baton.py`): the pure-Python
+    files are the same on every platform, so no torch install is needed to read them."""
     with zipfile.ZipFile(wheel(version)) as archive:
-        return archive.read("torch/_inductor/graph.py")
+        return archive.read(name)
+
+
+def graph_source(version: str) -> bytes:
+    return release_file(version, "torch/_inductor/graph.py")
 
 
 def _extracted(version: str) -> Path:
@@ -190,14 +198,85 @@ def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: s
         return venv
 
 
+def _manylinux() -> list[str]:
+    machine = platform.machine()
+    return [f"manylinux_2_{minor}_{machine}" for minor in (28, 27, 17)] + [f"manylinux2014_{machine}"]
+
+
+# What torch requires but `pip download` leaves out, as pip and setuptools are already at hand.
+_NOT_DOWNLOADED = ["setuptools"]
+
+
+def log(line: str) -> None:
+    """How long a download or a build took, in the cache's log (what a cold run spends, by part)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "images.log", "a") as out:
+        out.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}\n")
+
+
+def linux_wheels(version: str, minor: str) -> Path:
+    """torch `version` for CPython `minor` on Linux with every dependency (the CUDA libraries, ~4 GB),
+    downloaded once into the cache: the torch venvs and the stand-in images install from here, so
+    the wheels that several of them share (every Python's CUDA libraries) are downloaded once."""
+    directory = CACHE / "linux-wheels" / f"torch-{version}"
+    ready = directory / f".complete-py{minor}"
+    if ready.exists():
+        return directory
+    with cache_lock(f"linux-wheels-{version}"):
+        if ready.exists():
+            return directory
+        directory.mkdir(parents=True, exist_ok=True)
+        start = time.monotonic()
+        platforms = [arg for tag in _manylinux() for arg in ("--platform", tag)]
+        pip(
+            ["download", "--quiet", "--only-binary=:all:", "--python-version", minor, *platforms,
+             "--dest", str(directory), f"torch=={version}", *_NOT_DOWNLOADED],
+            f"torch {version} for Python {minor} with its dependencies",
+        )  # fmt: skip
+        ready.touch()
+        log(f"downloaded torch {version} for Python {minor} in {time.monotonic() - start:.0f} s")
+    return directory
+
+
 def torch_venv(version: str) -> Path:
-    """A venv with real `torch==version` (CUDA builds run on the CPU). Whichever interpreter built a
-    ready one is reused: the target interpreter matters here, not the one running the tests."""
+    """A venv with real `torch==version` (CUDA builds run on the CPU), installed from linux_wheels.
+    Whichever interpreter built a ready one is reused: the target interpreter matters here, not the
+    one running the tests."""
     for venv in sorted((CACHE / "venvs").glob(f"torch-{version}-py*")):
         if _ready(venv):
             return venv
-    venv = CACHE / "venvs" / f"torch-{version}-py{sys.version_info.major}.{sys.version_info.minor}"
-    return _build_venv(venv, sys.executable, [f"torch=={version}"], f"torch {version}")
+    minor = f"{sys.version_info.major}.{sys.version_info.minor}"
+    wheels = linux_wheels(version, minor)
+    start = time.monotonic()
+    built = _build_venv(
+        CACHE / "venvs" / f"torch-{version}-py{minor}",
+        sys.executable,
+        ["--no-index", "--find-links", str(wheels), f"torch=={version}"],
+        f"torch {version}",
+    )
+    log(f"made the torch {version} venv for Python {minor} in {time.monotonic() - start:.0f} s")
+    return built
+
+
+# The torch venvs the e2e tests use: 2.10.0 (the ROCm images' release; most tests), 2.13.0 (a CPU
+# build, natively lazy), and the two newest eager releases' CUDA builds.
+VENV_RELEASES = ["2.10.0", "2.13.0", "2.11.0", "2.12.1"]
+
+
+def fetch() -> None:
+    """Everything the suite downloads, fetched ahead (`python -m tests.realdata`): `.ci/run` starts it
+    beside the tests, so the downloads overlap the tests that need none; each part is made under its
+    lock, so a test that needs one waits for it rather than fetching it twice."""
+    for version in VENV_RELEASES[:1]:
+        torch_venv(version)
+    for version in ALL_RELEASES:
+        wheel(version)
+    for version in VENV_RELEASES[1:]:
+        torch_venv(version)
+
+
+if __name__ == "__main__":
+    fetch()
 
 
 def tool_dependencies() -> list[str]:

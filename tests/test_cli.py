@@ -15,7 +15,7 @@ import pytest
 from click.testing import Result
 
 import patcher
-from patcher.core.state import State
+from patcher.core.report import State
 from tests.conftest import snapshot
 
 REQUIRED_JSON = {"state", "changed", "torch_version", "torch_dir", "message"}

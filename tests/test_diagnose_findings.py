@@ -583,57 +583,6 @@ def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> N
     assert report([lazy], [ended]).message.endswith("nothing of it is judged, and it changes no exit code.")
 
 
-def _defaults(tree: ast.Module) -> list[str]:
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef):
-            named = [*node.args.posonlyargs, *node.args.args]
-            with_default = named[len(named) - len(node.args.defaults) :]
-            found += [f"{node.name}.{a.arg}" for a in with_default]
-            found += [
-                f"{node.name}.{a.arg}"
-                for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)
-                if d
-            ]
-        elif isinstance(node, ast.ClassDef):
-            found += [
-                f"{node.name}.{ast.unparse(s.target)}"
-                for s in node.body
-                if isinstance(s, ast.AnnAssign) and s.value is not None
-            ]
-    return found
-
-
-# Each default diagnose/ keeps, and the product's call that leaves it out (none is there for tests).
-USED_BY_THE_PRODUCT = {
-    "Lock.whole": "locks._file and locks._held: a path read whole",
-    "Lock.unread": "locks._vanishing: no path, nothing read; locks._held: /proc/locks names the holder",
-    "Lock.os": "locks._file: a lock file, no OS lock",
-    "Lock.owner": "locks._known and locks._vanishing: no path, no file to own",
-    "Lock.mount": "locks._vanishing: a path py-spy cut short, on no mount read",
-    "Lock.seen": "locks._vanishing: a path cut short, never judged stale",
-    "KnownWait.classes": "locks.PROTOCOLS: a FileBaton's frames, whatever object waits",
-    "evaluate.resolve": "waits._Object.arguments: a caller's argument, named by its locals alone",
-    "Spelling.cut": "waits.string: a string py-spy showed whole",
-    "Spelling.tail": "waits.string: nothing joined after it",
-    "Finding.id": "verdict.finding_of: set from the rule once judged",
-    "Finding.waiting": "verdict.finding_of: the torch's findings wait nowhere",
-    "Finding.phase": "verdict.finding_of: only a moving process has a phase",
-    "Finding.peers": "verdict.finding_of: only ranks have peers, set by with_peers",
-    "Finding.awaited_by": "verdict.finding_of: set by with_peers",
-    "shown.limit": "render.unread: a short command line",
-    "Unreadable.detail": "procs.read_process and run._given: reasons that name nothing more",
-    "dump.with_locals": "stacks.series: the samples, without locals",
-    "_innermost.depth": "verdict.finding_of: the innermost frames shown",
-}
-
-
-def test_diagnose_has_no_parameter_default_only_tests_use() -> None:
-    package = Path(procs.__file__).parent
-    found = [d for path in sorted(package.glob("*.py")) for d in _defaults(ast.parse(path.read_text()))]
-    assert sorted(found) == sorted(USED_BY_THE_PRODUCT)
-
-
 def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() -> None:
     """Recorded on torch 2.10.0 past Dynamo's recompile limit (tests/scenarios/stalls.py fallback):
     the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""

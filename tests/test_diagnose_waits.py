@@ -1,5 +1,5 @@
 """A lock wait recognised by what the code does (patcher/diagnose/waits.py), on the real sources of
-torch 2.10.0's FileBaton and its caller, and on copies of the same shape under other names: pure, no
+torch 2.10.0's FileBaton and its caller (from the release's wheel: no torch install), and on copies of the same shape under other names: pure, no
 live process."""
 
 from __future__ import annotations
@@ -14,13 +14,15 @@ import pytest
 
 from patcher.diagnose import locks, procs, waits
 from patcher.diagnose.model import Mount, ProcessFacts
-from tests.conftest import torch_venv
+from tests import realdata
+from tests.conftest import need
 from tests.diagnosing import argv
 
 
 def _torch_source(name: str) -> str:
-    (torch_dir,) = torch_venv("2.10.0").glob("lib/python*/site-packages/torch")
-    return (torch_dir / "utils" / name).read_text()
+    source = need(lambda: realdata.release_file("2.10.0", f"torch/utils/{name}"))
+    assert isinstance(source, bytes)
+    return source.decode()
 
 
 def _line(source: str, text: str) -> int:

@@ -51,7 +51,7 @@ def test_runtime_check_switched_off_by_the_environment_exits_4_with_the_reason(s
 def test_the_probe_names_the_switch_and_reports_no_check(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """patcher.target.inductor itself, under coverage, with torch.compile switched off."""
+    """patcher.in_target.inductor itself, under coverage, with torch.compile switched off."""
     monkeypatch.setenv("TORCH_COMPILE_DISABLE", "1")
     venv = torch_venv("2.13.0")
     (graph,) = venv.glob("lib/python3.*/site-packages/torch/_inductor/graph.py")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.core.state import State
+from patcher.core.report import State
 from tests import realdata
 from tests.conftest import need
 from tests.helpers import readme_json_fields

@@ -85,7 +85,7 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
             id="install-imports-cli",
         ),
         pytest.param(
-            "patcher.target.interp",
+            "patcher.in_target.interp",
             "from patcher.core import errors",
             "target modules run by path in another interpreter",
             id="target-imports-the-package",

@@ -238,9 +238,9 @@ def test_advice_with_only_a_torch_dir_names_the_target_interpreter(
 
 
 def test_the_runtime_probe_never_runs_in_this_process(tmp_path: Path) -> None:
-    """inductor.run changes the working directory and imports torch: even asked with no interpreter
+    """inductor.answer changes the working directory and imports torch: even asked with no interpreter
     and no environment of its own (where interp runs in-process), call starts a process for it."""
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     here = os.getcwd()
     request = {"depth": 1, "expect_graph": str(tmp_path / "graph.py"), "cwd": str(tmp_path)}
@@ -248,3 +248,33 @@ def test_the_runtime_probe_never_runs_in_this_process(tmp_path: Path) -> None:
     assert os.getcwd() == here and "torch" not in sys.modules
     assert str(answer["error"]).startswith("import torch failed: ModuleNotFoundError"), answer
     assert interpreter.in_process(None)  # what would have run it here
+
+
+def test_torchs_metadata_is_read_once_when_it_is_located(
+    release: Callable[[str], Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The distribution's version is read from METADATA once, when torch is located: the refusal's
+    vendor check and the reinstall advice's version reuse it (they read it again each before)."""
+    from importlib import metadata
+
+    from patcher.core.errors import LazylogError
+    from patcher.install import reading
+
+    torch_dir = release("2.10.0")
+    graph = torch_dir / "_inductor" / "graph.py"
+    graph.write_bytes(graph.read_bytes().replace(b"log.info(\n", b"log.warning(\n", 1))  # refused
+    reads: list[str] = []
+    real = metadata.PathDistribution.read_text
+
+    def counting(self: metadata.PathDistribution, filename: str) -> str | None:
+        reads.append(filename)
+        return real(self, filename)
+
+    monkeypatch.setattr(metadata.PathDistribution, "read_text", counting)
+    spec = definitions.load()
+    target = locate.locate(None, str(torch_dir), spec)
+    with pytest.raises(LazylogError) as raised:
+        reading.verify(target, spec)
+    assert raised.value.next == "reinstall"  # a release's graph.py changed: not a vendor build
+    assert reading.install_of(target).dist_version == "2.10.0"
+    assert reads.count("METADATA") == 1, reads

@@ -14,6 +14,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+
 from tests.docs import ROOT
 
 MUTATED = [
@@ -61,17 +63,51 @@ def _made(tree: Path, files: list[str]) -> dict[str, tuple[str, tuple[str, ...],
     return changes
 
 
-def _named() -> dict[tuple[str, tuple[str, ...], tuple[str, ...]], str]:
-    named: dict[tuple[str, tuple[str, ...], tuple[str, ...]], str] = _check().named(
+Named = tuple[str, "tuple[str, ...] | None", "tuple[str, ...] | None"]
+
+
+def _named() -> dict[Named, str]:
+    named: dict[Named, str] = _check().named(
         (ROOT / ".ci" / "mutmut-equivalent.txt").read_text(encoding="utf-8")
     )
     return named
 
 
+def _matched(entry: Named, made: object) -> bool:
+    return any(_check().matches(entry, change) for change in made)  # type: ignore[attr-defined]
+
+
 def test_every_named_equivalent_is_a_mutant_mutmut_makes(tmp_path: Path) -> None:
     made = set(_made(_tree(tmp_path), MUTATED).values())
-    missing = [change for change in _named() if change not in made]
+    missing = [entry for entry in _named() if not _matched(entry, made)]
     assert not missing, missing
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "why"),
+    [
+        ('return data.decode("utf-8")', 'return data.decode("UTF-8")', "codec"),
+        ('x = (a + "\\n").encode("ascii")', 'x = (a + "\\n").encode("ASCII")', "codec"),
+        ('start = data.rfind(b"\\n", 0, at) + 1', 'start = data.rfind(b"\\n", None, at) + 1', "start"),
+        ('return data.count(b"\\n", 0, end)', 'return data.count(b"\\n", None, end)', "start"),
+        ('assert isinstance(c, int), "a count"', 'assert isinstance(c, int), "XXa countXX"', "message"),
+        pytest.param(
+            'return data.decode("utf-8")', 'return data.decode("XXutf-8XX")', None, id="not-a-codec"
+        ),
+        pytest.param('mode = "w"', 'mode = "W"', None, id="not-a-codec-name"),
+        pytest.param('return data.decode("utf-8")', 'return data.encode("UTF-8")', None, id="codec-and-more"),
+        pytest.param('i = data.find(b"x", 0)', 'i = data.find(b"x", 1)', None, id="another-start"),
+        pytest.param('i = data.index(b"x", 0)', 'i = data.index(b"x", None)', None, id="not-find"),
+        pytest.param('assert a, "m"', 'assert not a, "m"', None, id="the-assertion-itself"),
+        pytest.param('assert a, "m"', "assert a, None", "message", id="the-message-dropped"),
+    ],
+)
+def test_a_rule_excuses_only_its_kind_of_change(old: str, new: str, why: str | None) -> None:
+    """The check's rules: a codec name in another case, None for a start of 0 in find/rfind/count, an
+    assertion's message; nothing else, and never a change beside them."""
+    found = _check().rule(("patcher.core.x.f", (old,), (new,)))
+    assert (found is None) if why is None else (why in found), (old, new, found)
+    assert _check().rule(("patcher.core.x.f", (old, "y = 1"), (new, "y = 2"))) is None
 
 
 def test_an_unrelated_edit_keeps_every_name(tmp_path: Path) -> None:
@@ -88,7 +124,8 @@ def test_an_unrelated_edit_keeps_every_name(tmp_path: Path) -> None:
     lines.insert(scan + 1, '    assert path, "a path to look for"')
     record.write_text("\n".join(lines) + "\n", encoding="utf-8")
     after = _made(tree, ["patcher/core/record.py"])
-    named = [change for change in _named() if change[0].startswith("patcher.core.record.")]
-    assert named and all(change in after.values() for change in named)
-    renamed = [name for name, change in before.items() if change in named and after.get(name) != change]
+    named = [entry for entry in _named() if entry[0].startswith("patcher.core.record.")]
+    assert named and all(_matched(entry, after.values()) for entry in named)
+    exact = [entry for entry in named if None not in entry]
+    renamed = [name for name, change in before.items() if change in exact and after.get(name) != change]
     assert any("x_rows__" in name for name in renamed), renamed

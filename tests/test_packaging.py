@@ -85,9 +85,11 @@ def _standin(tmp_path: Path, version: str = "2.10.0") -> Path:
 
 
 def test_the_tool_image_installs_the_tested_click_and_libcst_within_the_packages_ranges() -> None:
-    """Dockerfile.rocm fetches click and libcst into the tool image: each pinned to the version the
-    suite runs with (.ci/constraints.txt, which .ci/run installs), inside the range pyproject.toml's
-    dependencies name; libcst for the Pythons the package supports up to the newest tested here."""
+    """Dockerfile.rocm fetches click and libcst into the tool image from .ci/image-click.txt and
+    .ci/image-libcst.txt, every requirement there pinned and hashed (--require-hashes): each the
+    version the suite runs with (.ci/constraints.txt, which .ci/run installs), inside the range
+    pyproject.toml's dependencies name; libcst for the Pythons the package supports up to the newest
+    tested here."""
     from importlib import metadata
 
     from packaging.requirements import Requirement
@@ -95,7 +97,11 @@ def test_the_tool_image_installs_the_tested_click_and_libcst_within_the_packages
     dockerfile = (ROOT / "Dockerfile.rocm").read_text()
     constraints = (ROOT / ".ci" / "constraints.txt").read_text()
     for name in ("click", "libcst"):
-        (pinned,) = re.findall(rf"'{name}==([^']+)'", dockerfile)
+        lock = (ROOT / ".ci" / f"image-{name}.txt").read_text()
+        assert "--require-hashes --no-deps --target" in dockerfile and f"-r image-{name}.txt" in dockerfile
+        requirements = re.split(r"\n(?=[A-Za-z0-9_.-]+==)", lock.split("\n\n", 1)[1].strip())
+        assert requirements and all("\\\n    --hash=sha256:" in r for r in requirements), requirements
+        pinned = re.findall(rf"^{name}==(\S+) \\$", lock, re.M)[0]
         assert re.search(rf"^{name}=={re.escape(pinned)}$", constraints, re.M), (name, pinned)
         (required,) = [Requirement(r) for r in metadata.requires("torch-lazylog") or [] if r.startswith(name)]
         assert required.specifier.contains(pinned), (name, pinned, str(required))

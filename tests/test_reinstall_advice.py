@@ -80,9 +80,11 @@ def test_a_vendor_build_or_no_python_is_a_sentence_whatever_the_layout(
     managed: bool, pip: bool | None, uv: bool
 ) -> None:
     vendor = Install("2.10.0+rocm7.2.4", True, "uv", managed=managed, pip=pip)
-    assert reinstall(PY, vendor, uv).startswith("reinstall torch from the index")
+    advice = reinstall(PY, vendor, uv)
+    assert advice.startswith("reinstall torch from the index") and "not on the public package index" in advice
     no_python = Install("2.10.0", installer="pip", managed=managed, pip=pip)
-    assert reinstall(None, no_python, uv).startswith("reinstall torch in the environment")
+    advice = reinstall(None, no_python, uv)
+    assert advice.startswith("reinstall torch in the environment") and "add --python" in advice
 
 
 def test_the_probe_tells_pip_and_pep_668(tmp_path: Path) -> None:

@@ -184,7 +184,7 @@ def test_a_newer_tool_s_undo_record_is_named_and_left_as_it_is(
     named = f"({undo}: undo record version 2, where this one reads up to version 1)"
     verify = json.loads(run("verify", "--torch-dir", str(torch_dir), "--json").stdout)
     assert verify["exit_code"] == (0 if patched else 1) and verify["next"] is None, verify
-    assert verify["state"] == ("untrusted-patched" if patched else "untrusted-eager")
+    assert verify["state"] == ("newer-patched" if patched else "newer-eager")  # named as a newer tool's
     assert said in verify["message"] and named in verify["message"], verify["message"]
     assert "does not describe" not in verify["message"]
     assert "to apply or revert" in verify["message"]
@@ -193,6 +193,8 @@ def test_a_newer_tool_s_undo_record_is_named_and_left_as_it_is(
         assert result.exit_code == 3, result.output
         assert said in result.stderr and named in result.stderr and "Nothing was written" in result.stderr
         assert f"to {command.split()[0]}." in result.stderr and "does not describe" not in result.stderr
+        report = json.loads(run(*command.split(), "--torch-dir", str(torch_dir), "--json").stdout)
+        assert (report["state"], report["next"]) == (verify["state"], None), report
     assert snapshot(torch_dir.parent) == before
 
 
@@ -512,7 +514,7 @@ def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
 ) -> None:
     """A vendor 2.10 with the fix cherry-picked (the lazy call at the site, an edit elsewhere,
     RECORD naming those bytes, no undo record): natively lazy, nothing written by any command."""
-    from patcher.core.record import pointed
+    from patcher.core.record import pointed, rows
 
     torch_dir = release("2.10.0")
     graph = torch_dir / "_inductor" / "graph.py"
@@ -522,7 +524,9 @@ def test_a_torch_that_ships_the_fix_is_left_alone_by_every_command(
     graph.write_bytes(vendor)
     record = _dist_info(torch_dir) / "RECORD"
     site = str(torch_dir.parent)  # RECORD's rows are relative to it
-    record.write_bytes(pointed(record.read_bytes(), "torch/_inductor/graph.py", vendor, None, None, site))
+    listed = record.read_bytes()
+    (row,) = rows(listed, "torch/_inductor/graph.py", site)
+    record.write_bytes(pointed(listed, row, vendor, None, None, site))
     before = snapshot(torch_dir.parent)
     for command in ("verify", "apply", "revert", "verify"):
         result = run(command, "--torch-dir", str(torch_dir), "--json")
@@ -553,6 +557,8 @@ def test_revert_leaves_record_true_after_record_changed(
     assert result.exit_code == 0, result.output
     restored = record.read_bytes()
     site = str(torch_dir.parent)  # RECORD's rows are relative to it
-    assert names(restored, "torch/_inductor/graph.py", pristine, site) and not rows(restored, undo_row, site)
+    assert names(rows(restored, "torch/_inductor/graph.py", site), pristine) and not rows(
+        restored, undo_row, site
+    )
     verify = run("verify", "--torch-dir", str(torch_dir), "--json")
     assert json.loads(verify.stdout)["problems"] == []

@@ -104,10 +104,10 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     Makes the one-argument change torch 2.13 ships; nothing to do on 2.13+, nothing more on a second run.
     """
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import engine
 
-        return engine.apply(target, patch, dry_run=dry_run)
+        return engine.apply(target, spec, dry_run=dry_run)
 
     commands.emit(_given("apply", as_json, verbose, python, torch_dir), work)
 
@@ -127,14 +127,16 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     """
     given = _given("verify", as_json, verbose, python, torch_dir)
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import reading
 
-        report = reading.verify(target, patch)
+        report = reading.verify(target, spec)
         if runtime:
             from patcher.install import runtime as runtime_check
 
-            report = runtime_check.run(target, report, f"{commands.program()} verify" + given.options())
+            report = runtime_check.add_checks(
+                target, report, f"{commands.program()} verify" + given.options()
+            )
         return report
 
     commands.emit(given, work)
@@ -148,10 +150,10 @@ def revert(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
     Byte for byte, with their mode and mtime, from the undo record apply wrote.
     """
 
-    def work(target: Target, patch: PatchSpec) -> Report:
+    def work(target: Target, spec: PatchSpec) -> Report:
         from patcher.install import engine
 
-        return engine.revert(target, patch)
+        return engine.revert(target, spec)
 
     commands.emit(_given("revert", as_json, verbose, python, torch_dir), work)
 
@@ -195,7 +197,7 @@ def diagnose(
         entries.extend(found)
         return report
 
-    commands.run(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
+    commands.execute(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
 
 
 @cli.command()
@@ -210,7 +212,7 @@ def diagnose(
 @click.option(
     "--check", is_flag=True, help="Exit 1 when the table differs from the shipped one; write nothing."
 )
-@click.option("--markdown", is_flag=True, help="Print the README's supported-release table.")
+@click.option("--markdown", is_flag=True, help="Print the supported-release table of docs/releases.md.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (the result) instead of text.")
 def fingerprint(
     wheels: tuple[Path, ...], output: Path | None, check: bool, markdown: bool, as_json: bool
@@ -225,7 +227,7 @@ def fingerprint(
 
         return fp.command(list(wheels), output, check, markdown)
 
-    commands.run(commands.Given("fingerprint", as_json), work)
+    commands.execute(commands.Given("fingerprint", as_json), work)
 
 
 def _finite(value: float) -> float:

@@ -107,7 +107,7 @@ class Given(NamedTuple):
         )
 
 
-def run(given: Given, work: Callable[[], Report], located: list[Target] | None = None) -> NoReturn:
+def execute(given: Given, work: Callable[[], Report], located: list[Target] | None = None) -> NoReturn:
     """Run one command and print its one result: the single place where errors are caught and turned
     into an exit code. `located`: the torch the command located, if it got that far (its result, or
     its error, is then about it)."""
@@ -239,11 +239,11 @@ def emit(given: Given, work: Callable[[Target, PatchSpec], Report]) -> NoReturn:
     def on_target() -> Report:
         from patcher.install import definitions, locate
 
-        patch = definitions.load()
-        located.append(locate.locate(given.python or None, given.torch_dir or None, patch))
-        return work(located[0], patch)
+        spec = definitions.load()
+        located.append(locate.locate(given.python or None, given.torch_dir or None, spec))
+        return work(located[0], spec)
 
-    run(given, on_target, located)
+    execute(given, on_target, located)
 
 
 def signal_code(signum: int) -> ExitCode:

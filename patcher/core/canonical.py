@@ -65,7 +65,7 @@ _LEAVES = [
     "RightShiftAssign",
 ]
 
-FIELDS: dict[str, tuple[str, ...]] = {
+NODE_FIELDS: dict[str, tuple[str, ...]] = {
     **{kind: () for kind in _LEAVES},
     # expressions
     "Name": ("value",),
@@ -153,9 +153,9 @@ class Uncovered(ValueError):
 
 
 def canonical(node: cst.CSTNode) -> Canonical:
-    """The node as [kind, field values...], in the order FIELDS gives."""
+    """The node as [kind, field values...], in the order NODE_FIELDS gives."""
     kind = type(node).__name__
-    fields = FIELDS.get(kind)
+    fields = NODE_FIELDS.get(kind)
     if fields is None:
         raise Uncovered(f"the canonical form (version {FORM_VERSION}) does not cover `{kind}` nodes")
     return [kind, *(_value(getattr(node, name)) for name in fields)]

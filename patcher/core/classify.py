@@ -16,10 +16,16 @@ from patcher.core.spec import Kind, PatchSpec, Release
 from patcher.core.undo import UndoRecord
 
 Match = Literal["exact", "site"]
+# What the bytes and the release table alone say graph.py is: a Kind where they decide it (a
+# release's exact file, bytes this tool's undo record says it wrote, an eager branch, a file not
+# known), or "lazy": a lazy branch known by its site, which one release ships and patching another
+# gives alike. Which of the two it is, only this tool's traces say: patcher.core.facts decides that
+# Kind, once, from them.
+Seen = Kind | Literal["lazy"]
 
 
 class Known(NamedTuple):
-    kind: Kind
+    kind: Seen
     release: Release | None
     match: Match | None
     reason: str = ""
@@ -68,8 +74,9 @@ def site_diff(spec: PatchSpec, code: str, lazy: bool, torch_version: str | None)
     return f"The branch differs from the nearest release, {row.version}:\n" + "\n".join(shown)
 
 
-def by_hash(source: bytes, spec: PatchSpec, torch_version: str | None) -> Known | None:
-    hit = spec.releases.by_sha256(sha256(source))
+def by_hash(digest: str, spec: PatchSpec, torch_version: str | None) -> Known | None:
+    """A release's file by its sha256 (`digest`), pristine or patched."""
+    hit = spec.releases.by_sha256(digest)
     return None if hit is None else Known(hit[0], _nearest(hit[1], torch_version), "exact")
 
 
@@ -79,14 +86,14 @@ def one_edit(edit: Edit, spec: PatchSpec) -> bool:
     return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
 
 
-def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
+def by_record(source: bytes, digest: str, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
     """Bytes this tool wrote, as its undo record says (a vendor's build, read with libcst when it was
     patched): the record's after-hash is theirs and its one edit's lazy side is in them where it
     says. Patched at that release's site, with no parse: the command the tool image leaves in an
     image verifies it without libcst."""
-    if undo is None or undo.graph.after.sha256 != sha256(source):
+    if undo is None or undo.graph_change.after.sha256 != digest:
         return None
-    edit = undo.graph.edit
+    edit = undo.graph_change.edit
     if not edit.inverted().applies_to(source) or not one_edit(edit, spec):
         return None
     rows = [r for r in spec.releases.rows if r.version == undo.release]
@@ -94,7 +101,7 @@ def by_record(source: bytes, spec: PatchSpec, undo: UndoRecord | None) -> Known 
 
 
 def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
-    kind, rows = spec.releases.by_site(site.fingerprint, site.lazy)
+    _, rows = spec.releases.by_site(site.fingerprint, site.lazy)
     if not rows:
         reason = "its implicit-fallback branch matches no known release"
         return Known("unknown", None, None, reason, site_diff(spec, site.code, site.lazy, torch_version))
@@ -103,16 +110,17 @@ def by_site(site: Site, spec: PatchSpec, torch_version: str | None) -> Known:
     # branch is no release's patched one.)
     own = base_version(torch_version)
     mine = [r for r in spec.releases.rows if r.version == own and r.patched_site == site.fingerprint]
-    return Known(kind, mine[0] if mine else _nearest(rows, torch_version), "site")
+    return Known("lazy" if site.lazy else "eager", mine[0] if mine else _nearest(rows, torch_version), "site")
 
 
 def classify(
-    source: bytes, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None
+    source: bytes, digest: str, spec: PatchSpec, torch_version: str | None, undo: UndoRecord | None
 ) -> tuple[Known, Rewritten | None]:
-    """What this graph.py is, and the rewrite apply makes of it when it is eager. A known release, or
-    bytes this tool wrote (its undo record says so), is settled by hashes alone; anything else takes
-    one libcst parse, which gives the site and the rewrite together."""
-    hit = by_hash(source, spec, torch_version) or by_record(source, spec, undo)
+    """What this graph.py is (`digest`: its sha256, hashed when it was read), and the rewrite apply
+    makes of it when it is eager. A known release, or bytes this tool wrote (its undo record says
+    so), is settled by hashes alone; anything else takes one libcst parse, which gives the site and
+    the rewrite together."""
+    hit = by_hash(digest, spec, torch_version) or by_record(source, digest, spec, undo)
     if hit is not None and hit.kind != "eager":
         return hit, None
     if hit is not None:

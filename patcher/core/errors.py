@@ -6,7 +6,7 @@ import dataclasses
 from typing import Literal, NamedTuple
 
 from patcher.core.exitcodes import ExitCode
-from patcher.core.report import Next, Report, Support
+from patcher.core.report import Next, Report, State, Support
 
 
 @dataclasses.dataclass(eq=False)  # an exception: compared and hashed as itself
@@ -25,7 +25,7 @@ class LazylogError(Exception):
 
     code: ExitCode
     message: str
-    state: str = "unknown"
+    state: State = "unknown"
     next: Next | None = None
     hint: Hint | None = None
     missing: Missing | None = None

@@ -7,8 +7,9 @@ import enum
 
 class ExitCode(enum.IntEnum):
     OK = 0  # apply: patched now, already patched, natively lazy; verify: lazy; revert: done or nothing to do
-    EAGER = 1  # verify: the installed torch still formats the text eagerly (or is inconsistent)
-    DIFFERS = 1  # fingerprint --check: the releases table differs from the shipped one (EAGER's code)
+    # verify and diagnose: the installed torch still formats the text eagerly (or is inconsistent);
+    # fingerprint --check: the releases table differs from the shipped one
+    EAGER = 1
     USAGE = 2  # bad command line (click's own code)
     REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
     ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written

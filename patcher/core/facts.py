@@ -15,11 +15,12 @@ from patcher.core.classify import Known, one_edit
 from patcher.core.edits import swapped
 from patcher.core.errors import damaged
 from patcher.core.hashes import sha256
-from patcher.core.installed import Snapshot
-from patcher.core.record import RowFit
+from patcher.core.installed import Pyc, Snapshot
+from patcher.core.record import Row, RowFit
+from patcher.core.report import State
 from patcher.core.spec import Kind, PatchSpec
-from patcher.core.state import Fit, State
-from patcher.core.undo import FileChange
+from patcher.core.state import Fit
+from patcher.core.undo import FileChange, newer
 
 
 class Reading(NamedTuple):
@@ -29,8 +30,15 @@ class Reading(NamedTuple):
     known: Known
     fit: Fit  # the undo record against graph.py (patcher.core.state)
     row: RowFit  # RECORD's row for graph.py against its bytes
-    stale_unchecked: bool  # an unchecked-hash pyc of the target that does not describe graph.py
+    stale: tuple[Pyc, ...]  # the target's own pycs that do not describe graph.py, judged once
     original: bytes | None  # graph.py's original when it is lazy and the original is determined
+    record_row: Row | None  # graph.py's one row in RECORD, found once (None: there is no RECORD)
+    newer_undo: int | None = None  # the version of an undo record a newer torch-lazylog wrote
+
+    @property
+    def stale_unchecked(self) -> bool:
+        """An unchecked-hash pyc among the stale ones: Python runs it instead of graph.py."""
+        return any(p.mode == "unchecked-hash" for p in self.stale)
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:
@@ -47,12 +55,13 @@ def _pair(change: FileChange, spec: PatchSpec) -> bool:
 
 
 def _fit(
-    snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int
+    snap: Snapshot, spec: PatchSpec, known: Known, now_ns: int, newer_undo: int | None
 ) -> tuple[Fit, bytes | None, bytes | None]:
     """How the undo record stands, with the original or the patched bytes it determines."""
     if snap.undo is None:
-        return ("none" if snap.undo_raw is None else "untrusted"), None, None
-    change = snap.undo.graph
+        unread: Fit = "untrusted" if newer_undo is None else "newer"  # a newer tool's: no damage
+        return ("none" if snap.undo_raw is None else unread), None, None
+    change = snap.undo.graph_change
     sound = _pair(change, spec) or one_edit(change.edit, spec)  # a release's pair, or the one edit
     if not sound or not plausible(change, now_ns):
         return "untrusted", None, None
@@ -64,7 +73,7 @@ def _fit(
     if snap.sha256 == change.after.sha256:
         back = change.edit.inverted()
         original = back.apply(snap.graph) if back.applies_to(snap.graph) else b""
-        good = known.kind in ("patched", "native") and sha256(original) == change.before.sha256
+        good = known.kind in ("patched", "native", "lazy") and sha256(original) == change.before.sha256
         return ("after", original, None) if good else ("untrusted", None, None)
     if snap.sha256 == change.before.sha256:
         patched = change.edit.apply(snap.graph) if change.edit.applies_to(snap.graph) else b""
@@ -78,7 +87,7 @@ def _fit(
 
 def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     """A lazy graph.py's original by the one edit backwards, when the file is known."""
-    if known.kind not in ("patched", "native"):
+    if known.kind not in ("patched", "native", "lazy"):
         return None
     original = swapped(snap.graph, spec.lazy, spec.eager)
     if known.match == "exact" and known.kind == "patched" and known.release is not None:
@@ -86,32 +95,32 @@ def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     return original
 
 
-def _kind(snap: Snapshot, spec: PatchSpec, known: Known, original: bytes | None, listed: bool) -> Kind:
-    """The release table's kind, with this tool's traces: a lazy branch a release ships is patched
-    when RECORD names its original or lists the undo record (only an apply leaves either)."""
-    if known.kind in ("eager", "unknown") or known.match == "exact":
-        return known.kind  # exact patched bytes: no release ships them, only patching one gives them
-    named = record.names(snap.record, spec.graph_row, original, snap.record_base)
-    return "patched" if listed or named else "native"
+def _kind(known: Known, found: list[Row] | None, original: bytes | None, listed: bool) -> Kind:
+    """graph.py's Kind: classify's where the bytes decide it; a lazy branch known by its site
+    (classify's "lazy") is patched when RECORD names its original or lists the undo record (only an
+    apply leaves either), else native: it ships lazy."""
+    if known.kind != "lazy":
+        return known.kind
+    return "patched" if listed or record.names(found, original) else "native"
 
 
 def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | None, now_ns: int) -> Reading:
     """`now_ns` bounds the mtime a record may restore (a day's clock skew allowed)."""
-    fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9)
+    newer_undo = newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
+    fit, recorded_original, patched = _fit(snap, spec, known, now_ns + 86_400 * 10**9, newer_undo)
     original = recorded_original or _original(snap, spec, known)
+    base = snap.record_base  # RECORD's rows of graph.py and of the undo record, each found once
+    found = None if snap.record is None else record.rows(snap.record, spec.graph_row, base)
     listed = (
-        undo_row is not None
-        and snap.record is not None
-        and bool(record.rows(snap.record, undo_row, snap.record_base))
+        undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row, base))
     )
-    kind = _kind(snap, spec, known, original, listed)
+    kind = _kind(known, found, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
-    row = record.fit(snap.record, spec.graph_row, snap.graph, snap.record_base)
+    row = record.fit(found, snap.graph)
     if row in ("missing", "duplicate"):
         raise damaged(f"it has {'no row' if row == 'missing' else 'more than one row'} for {spec.graph_row}")
-    names_original = record.names(snap.record, spec.graph_row, original, snap.record_base)
-    names_patched = record.names(snap.record, spec.graph_row, patched, snap.record_base)
+    names_original, names_patched = record.names(found, original), record.names(found, patched)
     name = state.name_state(kind, fit, names_original, names_patched)
-    stale_unchecked = any(p.mode == "unchecked-hash" for p in snap.stale_pycs())
-    return Reading(name, known, fit, row, stale_unchecked, original)
+    the_row = found[0] if found else None
+    return Reading(name, known, fit, row, tuple(snap.stale_pycs()), original, the_row, newer_undo)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal, NamedTuple
 
-from patcher.core.hashes import sha256
 from patcher.core.report import JsonValue
 from patcher.core.undo import UndoRecord
 
@@ -39,9 +38,10 @@ class Found(NamedTuple):
 class Target(NamedTuple):
     interpreter: Interpreter  # the one that compiles graph.py's pycs and runs the runtime check
     torch_dir: Path
-    graph: Path
+    graph_py: Path
     dist_info: Path | None
     torch_version: str | None
+    dist_version: str | None  # the distribution's own version (its METADATA, read once), which an index has
     # The interpreter whose `import torch` loads torch_dir (given, found, or derived from where a
     # --torch-dir lives), as the server would start it; None when none is known (a bare tree).
     owner: str | None = None
@@ -90,6 +90,7 @@ class FileStat(NamedTuple):
 
 class Snapshot(NamedTuple):
     graph: bytes
+    sha256: str  # graph.py's, hashed once when it is read
     graph_stat: FileStat
     record: bytes | None
     record_stat: FileStat | None
@@ -100,10 +101,6 @@ class Snapshot(NamedTuple):
     source_hashes: dict[bytes, str]  # graph.py's hash under each hash-based own pyc's magic number
     leftovers: tuple[Path, ...]
     record_base: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
-
-    @property
-    def sha256(self) -> str:
-        return sha256(self.graph)
 
     def stale_pycs(self) -> list[Pyc]:
         mtime = self.graph_stat.mtime_ns / 1e9

@@ -12,15 +12,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core.classify import Known, base_version
-from patcher.core.report import Support
-from patcher.core.state import LAZY, Problem, State, has
+from patcher.core.errors import LazylogError
+from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Advice, Next, State, Support
+from patcher.core.state import LAZY, Problem, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
+    from patcher.core.facts import Reading
+    from patcher.core.installed import Snapshot, Target
     from patcher.core.spec import PatchSpec
     from patcher.core.steps import Done
 
-# What graph.py, the undo record and RECORD are, per state: the README's table says the same.
+# What graph.py, the undo record and RECORD are, per state: docs/states.md's table prints them.
 DESCRIPTION: dict[State, str] = {
     "pristine": "graph.py is unpatched{release}, eager",
     "patched": "graph.py is patched{release} and matches its undo record",
@@ -37,6 +41,9 @@ DESCRIPTION: dict[State, str] = {
     "untrusted-eager": "graph.py is unpatched{release}, eager, beside an undo record that does not describe it",
     "untrusted-patched": "graph.py is patched{release}, beside an undo record that does not describe it",
     "untrusted-lazy": "graph.py ships the lazy call{release}, beside an undo record that does not describe it",
+    "newer-eager": "graph.py is unpatched{release}, eager, beside an undo record a newer torch-lazylog wrote",
+    "newer-patched": "graph.py is patched{release}, beside an undo record a newer torch-lazylog wrote",
+    "newer-lazy": "graph.py ships the lazy call{release}, beside an undo record a newer torch-lazylog wrote",
     "edited": "graph.py changed since apply: it is neither the file its undo record describes nor one "
     "torch-lazylog knows",
     "unknown": "graph.py is not one torch-lazylog knows",
@@ -61,36 +68,33 @@ _VERBS = {
 def described(known: Known) -> str:
     if known.release is None:
         return ""
-    version = known.release.version
+    release = known.release.version
     return (
-        f" (release {version}'s file)"
+        f" (release {release}'s file)"
         if known.match == "exact"
-        else f" (a build with release {version}'s patch site)"
+        else f" (a build with release {release}'s patch site)"
     )
 
 
-def _where(version: str | None, torch_dir: Path) -> str:
-    return f"torch {version or '(unknown version)'} at {torch_dir}"
+def _where(torch_version: str | None, torch_dir: Path) -> str:
+    return f"torch {torch_version or '(unknown version)'} at {torch_dir}"
 
 
 def state_text(state: State, known: Known) -> str:
     return DESCRIPTION[state].format(release=described(known))
 
 
-def verify(
-    state: State,
-    known: Known,
-    version: str | None,
-    torch_dir: Path,
-    problems: list[str],
-    eager: bool,
-    said: str | None = None,
-) -> str:
-    """`said`: the state as described elsewhere than the table (beside a newer tool's undo record)."""
+def verify(reading: Reading, target: Target, problems: list[str], eager: bool) -> str:
+    """verify's sentence: how torch formats the text, what was found, and what else is wrong."""
+    state, known, newer = reading.state, reading.known, reading.newer_undo
     how = "eagerly" if eager or state not in LAZY else "lazily"
     found = f"; but {'; '.join(problems)}" if problems else ""
-    what = said or state_text(state, known)
-    return f"{_where(version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
+    if has(state, "newer") and newer is not None:
+        what = newer_record(state, known, target.undo_path, newer)
+    else:
+        what = state_text(state, known)
+    torch_version, torch_dir = target.torch_version, target.torch_dir
+    return f"{_where(torch_version, torch_dir)} formats the implicit-fallback log {how}: {what}{found}"
 
 
 def _bytes_alone(state: State, known: Known) -> str:
@@ -99,30 +103,35 @@ def _bytes_alone(state: State, known: Known) -> str:
     return state_text(state, known).partition(", beside ")[0]
 
 
-def _newer(undo_path: Path, version: int) -> str:
+def _newer(undo_path: Path, undo_version: int) -> str:
     return (
-        f"an undo record a newer torch-lazylog wrote ({undo_path}: undo record version {version}, "
+        f"an undo record a newer torch-lazylog wrote ({undo_path}: undo record version {undo_version}, "
         f"where this one reads up to version {UNDO_VERSION})"
     )
 
 
-def newer_record(state: State, known: Known, undo_path: Path, version: int) -> str:
+def newer_record(state: State, known: Known, undo_path: Path, undo_version: int) -> str:
     """verify's description of graph.py beside an undo record a newer torch-lazylog wrote: the
     record named as that tool's, never as damage, and what this version does with it."""
     return (
-        f"{_bytes_alone(state, known)}, beside {_newer(undo_path, version)}: "
+        f"{_bytes_alone(state, known)}, beside {_newer(undo_path, undo_version)}: "
         "this one judges graph.py alone and leaves the record as it is; run the torch-lazylog that "
         "wrote it, or a later one, to apply or revert"
     )
 
 
 def newer_refused(
-    command: str, state: State, known: Known, where: tuple[str | None, Path], undo_path: Path, version: int
+    command: str,
+    state: State,
+    known: Known,
+    where: tuple[str | None, Path],
+    undo_path: Path,
+    undo_version: int,
 ) -> str:
     """apply's or revert's refusal beside a newer tool's undo record: it neither reads nor rewrites it."""
     return (
         f"Expected an undo record this torch-lazylog can read beside graph.py of {_where(*where)}, found "
-        f"{_newer(undo_path, version)}; {_bytes_alone(state, known)}. Nothing "
+        f"{_newer(undo_path, undo_version)}; {_bytes_alone(state, known)}. Nothing "
         f"was written and the record is left as it is: run the torch-lazylog that wrote it, or a later "
         f"one, to {command}"
     )
@@ -130,24 +139,26 @@ def newer_refused(
 
 def _extras(done: Done, dry_run: bool) -> list[str]:
     said = (
-        (done.undo_written and not done.graph, "wrote", "its undo record"),
-        (done.undo_removed and not done.graph, "removed", "the undo record"),
-        (done.record, "updated", "RECORD"),
+        (done.undo_written and not done.graph_written, "wrote", "its undo record"),
+        (done.undo_removed and not done.graph_written, "removed", "the undo record"),
+        (done.record_written, "updated", "RECORD"),
         (done.pycs, "rebuilt", f"{done.pycs} pyc file(s)"),
         (done.pycs_removed, "removed", f"{done.pycs_removed} pyc file(s) of other interpreters"),
     )
     return [f"{_VERBS[verb][dry_run]} {what}" for due, verb, what in said if due]
 
 
-def changed(command: str, state: State, known: Known, version: str | None, done: Done, dry_run: bool) -> str:
+def changed(
+    command: str, state: State, known: Known, torch_version: str | None, done: Done, dry_run: bool
+) -> str:
     """apply's or revert's sentence: what the install was, and what was (or would be) done."""
-    what = f"torch {version or '(unknown version)'}"
-    if done.graph and command == "apply":
+    what = f"torch {torch_version or '(unknown version)'}"
+    if done.graph_written and command == "apply":
         lead = (
             f"{_VERBS['patched'][dry_run]} graph.py line {done.line} of {what}{described(known)}: the "
             "implicit-fallback log text is built only when the line is emitted"
         )
-    elif done.graph:
+    elif done.graph_written:
         lead = f"{_VERBS['restored'][dry_run]} graph.py of {what} to its original bytes{described(known)}"
     elif command == "revert":
         never = "; torch-lazylog never patched it" if state in LAZY else ""
@@ -157,9 +168,9 @@ def changed(command: str, state: State, known: Known, version: str | None, done:
     if has(state, "recorded"):  # its record only follows RECORD's new row
         done = done._replace(undo_written=False)
     extras = _extras(done, dry_run)
-    if done.graph and not has(state, "usual"):
+    if done.graph_written and not has(state, "usual"):
         extras.insert(0, f"it was: {state_text(state, known)}")
-    if done.no_record and (done.graph or done.undo_written):
+    if done.no_record and (done.graph_written or done.undo_written):
         extras.append("there was no RECORD to keep")
     if dry_run:
         extras.append("nothing was written")
@@ -183,13 +194,13 @@ def support(spec: PatchSpec) -> Support:
     return Support(tuple(eager), tuple(native), refused)
 
 
-def refused_release(version: str | None, torch_dir: Path) -> str | None:
+def refused_release(torch_version: str | None, torch_dir: Path) -> str | None:
     """The refusal of a torch of a refused series (its version's major.minor), if it is of one."""
-    series = ".".join(base_version(version).split(".")[:2])
+    series = ".".join(base_version(torch_version).split(".")[:2])
     if series not in REFUSED_SERIES:
         return None
     return (
-        f"Expected a torch release torch-lazylog patches, found {_where(version, torch_dir)}: "
+        f"Expected a torch release torch-lazylog patches, found {_where(torch_version, torch_dir)}: "
         f"{REFUSED_SERIES[series]}, as in every {series}.x release. Nothing was written"
     )
 
@@ -203,18 +214,18 @@ def upgrade(support: Support) -> str:
     )
 
 
-def changed_site(version: str | None, torch_dir: Path, reason: str) -> str:
+def changed_site(torch_version: str | None, torch_dir: Path, reason: str) -> str:
     """A release's graph.py, not as released: what differs; the diff and the reinstall say the rest."""
     return (
-        f"Expected graph.py of {_where(version, torch_dir)} as released, found it changed: "
+        f"Expected graph.py of {_where(torch_version, torch_dir)} as released, found it changed: "
         f"{reason.rstrip('.')}. Nothing was written"
     )
 
 
-def unknown(version: str | None, torch_dir: Path, reason: str) -> str:
+def unknown(torch_version: str | None, torch_dir: Path, reason: str) -> str:
     return (
         f"Expected graph.py of a torch release or build torch-lazylog knows, found "
-        f"{_where(version, torch_dir)}: {reason.rstrip('.')}. Nothing was written"
+        f"{_where(torch_version, torch_dir)}: {reason.rstrip('.')}. Nothing was written"
     )
 
 
@@ -232,4 +243,33 @@ def edited(undo_path: Path, sha: str, after: str, before: str) -> str:
         f"({before[:16]}...) its undo record {undo_path} names, found {sha[:16]}..., a file torch-lazylog "
         "does not know: it changed since apply, so neither its original nor its patched bytes can be "
         "restored. Nothing was written"
+    )
+
+
+def refusal(
+    command: str, target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading, vendor: bool
+) -> LazylogError:
+    """The one refusal of a state whose command refuses, its sentence and its next step: a file changed
+    since apply (reinstall); an undo record a newer torch-lazylog wrote (that tool's to apply or
+    revert); a release series the fix cannot reach (upgrade torch); a release's graph.py changed
+    (reinstall it); a build this tool does not know (`vendor`: fingerprint it)."""
+    state, known, where = reading.state, reading.known, (target.torch_version, target.torch_dir)
+    if state == "edited" and snap.undo is not None:
+        change = snap.undo.graph_change
+        text = edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
+        return LazylogError(ExitCode.REFUSED, text, state, "reinstall")
+    if has(state, "newer") and reading.newer_undo is not None:  # never read, rewritten or removed
+        text = newer_refused(command, state, known, where, target.undo_path, reading.newer_undo)
+        return LazylogError(ExitCode.REFUSED, text, state)
+    refused = refused_release(*where) if known.cause == "import" else None
+    supported = support(spec)
+    next: Next
+    if refused is not None:
+        message, next = refused, Advice(upgrade(supported))
+    elif vendor:
+        message, next = unknown(*where, known.reason), Advice(FINGERPRINT)
+    else:
+        message, next = changed_site(*where, known.reason), "reinstall"
+    return LazylogError(
+        ExitCode.REFUSED, message, state, next, nearest_diff=known.nearest_diff or None, support=supported
     )

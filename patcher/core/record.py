@@ -101,11 +101,11 @@ def describes(field: str, data: bytes) -> bool:
     return algorithm in GUARANTEED and field == hash_field(algorithm, data)
 
 
-def fit(record: bytes | None, path: str, data: bytes, base: str) -> RowFit:
-    """How RECORD's row for `path` stands against the file's bytes."""
-    if record is None:
+def fit(found: list[Row] | None, data: bytes) -> RowFit:
+    """How RECORD's rows for a file (`rows`, found once when RECORD is read; None: there is no
+    RECORD) stand against the file's bytes."""
+    if found is None:
         return "absent"
-    found = rows(record, path, base)
     if len(found) != 1:
         return "missing" if not found else "duplicate"
     if not found[0].hash:
@@ -113,9 +113,10 @@ def fit(record: bytes | None, path: str, data: bytes, base: str) -> RowFit:
     return "current" if describes(found[0].hash, data) else "other"
 
 
-def names(record: bytes | None, path: str, data: bytes | None, base: str) -> bool:
-    """RECORD's single row for `path` names exactly these bytes (None: no bytes, named by no row)."""
-    return data is not None and fit(record, path, data, base) == "current"
+def names(found: list[Row] | None, data: bytes | None) -> bool:
+    """A file's single row (`found`, as for `fit`) names exactly these bytes (None: no bytes, named
+    by no row)."""
+    return data is not None and fit(found, data) == "current"
 
 
 def _row(*fields: str) -> bytes:
@@ -124,14 +125,11 @@ def _row(*fields: str) -> bytes:
     return out.getvalue().encode("utf-8")
 
 
-def pointed(record: bytes, path: str, data: bytes, add: str | None, drop: str | None, base: str) -> bytes:
-    """RECORD with `path`'s row describing `data` (its own path text; same algorithm; no hash stays
-    none; an empty size stays empty), `add` listed right after it (no hash, relative: valid wherever
-    the tree is moved) unless listed in any form, `drop`'s rows removed in any form."""
-    found = rows(record, path, base)
-    if len(found) != 1:
-        raise damaged(f"it has {len(found)} rows for {path}")
-    row = found[0]
+def pointed(record: bytes, row: Row, data: bytes, add: str | None, drop: str | None, base: str) -> bytes:
+    """RECORD with a file's one `row` (found by `rows`) describing `data` (its own path text; same
+    algorithm; no hash stays none; an empty size stays empty), `add` listed right after it (no hash,
+    relative: valid wherever the tree is moved) unless listed in any form, `drop`'s rows removed in
+    any form."""
     algorithm = row.hash.partition("=")[0]
     algorithm = algorithm if algorithm in GUARANTEED else "sha256"  # a row no hashlib reads: sha256
     digest = hash_field(algorithm, data) if row.hash else ""

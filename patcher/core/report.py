@@ -8,6 +8,28 @@ from patcher.core.exitcodes import ExitCode
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
+# The install's one named state: what `state` prints in JSON, and what patcher.core.state names from
+# the bytes and keeps a row of its table for (docs/states.md). Here, below the report that carries it.
+State = Literal[
+    "pristine",
+    "patched",
+    "apply-interrupted",
+    "ships-lazy",
+    "record-only",
+    "revert-interrupted",
+    "unrecorded",
+    "reinstalled",
+    "upgraded",
+    "untrusted-eager",
+    "untrusted-patched",
+    "untrusted-lazy",
+    "newer-eager",
+    "newer-patched",
+    "newer-lazy",
+    "edited",
+    "unknown",
+]
+
 
 class Support(NamedTuple):
     """The releases this tool patches, those it knows as natively lazy, and the series it refuses,
@@ -39,7 +61,7 @@ Next = Literal["apply", "revert", "reinstall"] | Advice
 
 class Report(NamedTuple):
     command: str
-    state: str
+    state: State
     changed: bool
     message: str
     code: ExitCode = ExitCode.OK

@@ -3,8 +3,8 @@
 Pure: no file is read here. patcher.core.facts reads a snapshot; `name_state` names the state from what it read;
 APPLY and REVERT say, for each state, what the command does to graph.py and the undo record; VERIFY,
 its exit code and what to do next: the columns of one table, a row per state. Each decision is made
-there and nowhere else; the state a run leaves is the plan's (patcher.core.plan). The README's state
-table is these, checked by a test.
+there and nowhere else; the state a run leaves is the plan's (patcher.core.plan). docs/states.md's
+state table is these, checked by a test.
 """
 
 from __future__ import annotations
@@ -14,30 +14,16 @@ from typing import Literal, NamedTuple
 from patcher.core.exitcodes import ExitCode
 from patcher.core.record import RowFit
 from patcher.core.report import Next
+from patcher.core.report import State as State  # defined beside the report that prints it
 from patcher.core.spec import Kind
 
 # The undo record against graph.py and the release table: none; after (graph.py is what it says
 # apply made); before (graph.py is the original it names); other (a sound record of another file,
 # graph.py being a release's exact bytes); changed (a sound record, graph.py known only by its site:
-# edited since apply); untrusted (its claims do not hold against the bytes and the table).
-Fit = Literal["none", "after", "before", "other", "changed", "untrusted"]
+# edited since apply); untrusted (its claims do not hold against the bytes and the table); newer (a
+# newer torch-lazylog wrote it, in a version this one does not read: never taken for damage).
+Fit = Literal["none", "after", "before", "other", "changed", "untrusted", "newer"]
 
-State = Literal[
-    "pristine",
-    "patched",
-    "apply-interrupted",
-    "ships-lazy",
-    "record-only",
-    "revert-interrupted",
-    "unrecorded",
-    "reinstalled",
-    "upgraded",
-    "untrusted-eager",
-    "untrusted-patched",
-    "untrusted-lazy",
-    "edited",
-    "unknown",
-]
 
 # What apply or revert does to graph.py and the undo record, in order. patch: the one edit, and its
 # undo record. write-undo: write the undo record of a file patched before (its original determined).
@@ -69,6 +55,11 @@ _BY_KIND_AND_FIT: dict[tuple[Kind, Fit], State] = {
     ("unknown", "before"): "edited",
     ("unknown", "other"): "edited",
     ("unknown", "untrusted"): "unknown",  # a record that proves nothing beside a file not known
+    # A newer tool's record: graph.py is judged alone, and the record left to the tool that reads it.
+    ("eager", "newer"): "newer-eager",
+    ("patched", "newer"): "newer-patched",
+    ("native", "newer"): "newer-lazy",
+    ("unknown", "newer"): "unknown",
 }
 
 
@@ -103,11 +94,14 @@ _TIDY = Rule(ExitCode.OK, "apply")  # lazy, with something of this tool's to fin
 # recorded: graph.py is patched and its undo record describes it, so a run that rewrites the record
 #   only to follow RECORD's new row does not say it wrote it;
 # usual: the state a command's change of graph.py usually starts from, so its sentence does not first
-#   say what graph.py was.
-Trait = Literal["interrupted", "recorded", "usual"]
+#   say what graph.py was;
+# newer: the undo record is a newer torch-lazylog's, which this one neither reads, rewrites nor removes.
+Trait = Literal["interrupted", "recorded", "usual", "newer"]
 
 
-class Row(NamedTuple):
+class Handling(NamedTuple):
+    """What each command does in one state, and what else the state says: a row of the state table."""
+
     apply: tuple[Action, ...]
     revert: tuple[Action, ...]
     verify: Rule
@@ -115,28 +109,32 @@ class Row(NamedTuple):
 
 
 _INTERRUPTED: frozenset[Trait] = frozenset({"interrupted"})
+_NEWER: frozenset[Trait] = frozenset({"newer"})
 
 # One row per state: what apply does, what revert does, verify's rule, and its traits. verify's first
 # duty: never say lazy about a torch that will run eagerly, never fail one that is lazy.
-_TABLE: dict[State, Row] = {
-    "pristine": Row(_PATCH, (), _EAGER, frozenset({"usual"})),
-    "patched": Row((), ("restore",), _LAZY, frozenset({"recorded", "usual"})),
-    "apply-interrupted": Row((), ("restore",), _TIDY, frozenset({"interrupted", "recorded", "usual"})),
-    "ships-lazy": Row((), (), _LAZY),
-    "record-only": Row(_PATCH, ("drop",), _EAGER),
-    "revert-interrupted": Row(_PATCH, ("drop",), _EAGER, _INTERRUPTED),
-    "unrecorded": Row(("write-undo",), ("restore",), _TIDY, frozenset({"usual"})),
-    "reinstalled": Row(_PATCH, ("drop",), _EAGER),
-    "upgraded": Row(("drop",), ("drop",), _TIDY),
-    "untrusted-eager": Row(_PATCH, ("drop",), _EAGER),
-    "untrusted-patched": Row(("write-undo",), ("restore",), _TIDY),
-    "untrusted-lazy": Row(("drop",), ("drop",), _TIDY),
-    "edited": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
-    "unknown": Row(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
+_TABLE: dict[State, Handling] = {
+    "pristine": Handling(_PATCH, (), _EAGER, frozenset({"usual"})),
+    "patched": Handling((), ("restore",), _LAZY, frozenset({"recorded", "usual"})),
+    "apply-interrupted": Handling((), ("restore",), _TIDY, frozenset({"interrupted", "recorded", "usual"})),
+    "ships-lazy": Handling((), (), _LAZY),
+    "record-only": Handling(_PATCH, ("drop",), _EAGER),
+    "revert-interrupted": Handling(_PATCH, ("drop",), _EAGER, _INTERRUPTED),
+    "unrecorded": Handling(("write-undo",), ("restore",), _TIDY, frozenset({"usual"})),
+    "reinstalled": Handling(_PATCH, ("drop",), _EAGER),
+    "upgraded": Handling(("drop",), ("drop",), _TIDY),
+    "untrusted-eager": Handling(_PATCH, ("drop",), _EAGER),
+    "untrusted-patched": Handling(("write-undo",), ("restore",), _TIDY),
+    "untrusted-lazy": Handling(("drop",), ("drop",), _TIDY),
+    "newer-eager": Handling(_REFUSE, _REFUSE, Rule(ExitCode.EAGER), _NEWER),
+    "newer-patched": Handling(_REFUSE, _REFUSE, _LAZY, _NEWER),
+    "newer-lazy": Handling(_REFUSE, _REFUSE, _LAZY, _NEWER),
+    "edited": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED, "reinstall")),
+    "unknown": Handling(_REFUSE, _REFUSE, Rule(ExitCode.REFUSED)),
 }
-APPLY = {name: row.apply for name, row in _TABLE.items()}
-REVERT = {name: row.revert for name, row in _TABLE.items()}
-VERIFY = {name: row.verify for name, row in _TABLE.items()}
+APPLY = {name: handling.apply for name, handling in _TABLE.items()}
+REVERT = {name: handling.revert for name, handling in _TABLE.items()}
+VERIFY = {name: handling.verify for name, handling in _TABLE.items()}
 LAZY = frozenset(name for name, rule in VERIFY.items() if rule.code == ExitCode.OK)  # graph.py is lazy
 
 
@@ -155,7 +153,11 @@ def verdict(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tup
     found: tuple[Problem, ...] = ()
     if row == "other" and not has(state, "interrupted"):
         found = ("record-row",)
-    if stale_unchecked and state in LAZY:
-        return _EAGER, (*found, "stale-unchecked-pyc")
     rule = VERIFY[state]
-    return (_TIDY if rule.code == ExitCode.OK and found else rule), found
+    if stale_unchecked and state in LAZY:
+        rule, found = _EAGER, (*found, "stale-unchecked-pyc")
+    elif rule.code == ExitCode.OK and found:
+        rule = _TIDY
+    if rule.next == "apply" and APPLY[state] == _REFUSE:  # apply is no step where it refuses
+        rule = rule._replace(next=None)
+    return rule, found

@@ -43,11 +43,11 @@ PlanStep = Step | Rebuild
 class Done(NamedTuple):
     """What a plan writes, counted, for the sentence (patcher.core.messages)."""
 
-    graph: bool = False
+    graph_written: bool = False
     line: int | None = None
     undo_written: bool = False
     undo_removed: bool = False
-    record: bool = False
+    record_written: bool = False
     pycs: int = 0
     pycs_removed: int = 0
     no_record: bool = False  # torch has a dist-info but no RECORD (PEP 627 makes it optional)

@@ -79,18 +79,18 @@ class FileChange(NamedTuple):
 
 
 class UndoRecord(NamedTuple):
-    patch: str
+    patch_id: str  # the patch definition's id (PatchSpec.id)
     release: str
     match: str
-    graph: FileChange
-    record: FileChange | None
+    graph_change: FileChange
+    record_change: FileChange | None
 
     def to_bytes(self) -> bytes:
         data = {
-            "graph": self.graph.to_json(),
+            "graph": self.graph_change.to_json(),
             "match": self.match,
-            "patch": self.patch,
-            "record": self.record.to_json() if self.record else None,
+            "patch": self.patch_id,
+            "record": self.record_change.to_json() if self.record_change else None,
             "release": self.release,
             "tool": TOOL,
             "version": UNDO_VERSION,
@@ -98,7 +98,7 @@ class UndoRecord(NamedTuple):
         return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
 
     @classmethod
-    def parse(cls, raw: bytes, patch: str, graph_row: str, record_row: str | None) -> UndoRecord:
+    def parse(cls, raw: bytes, patch_id: str, graph_row: str, record_row: str | None) -> UndoRecord:
         """Validate everything; a ValueError says what is wrong."""
         data = _load(raw)
         version = data.get("version")  # one this tool reads: a number (never true or false) in range
@@ -110,18 +110,18 @@ class UndoRecord(NamedTuple):
             raise ValueError(
                 f"it is {data.get('tool')!r} version {version!r}, expected {TOOL!r} version {UNDO_VERSION}"
             )
-        if data.get("patch") != patch:
-            raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch!r}")
+        if data.get("patch") != patch_id:
+            raise ValueError(f"it is for patch {data.get('patch')!r}, expected {patch_id!r}")
         raw_record = data.get("record")
         release, match = data.get("release"), data.get("match")
         if not isinstance(release, str) or match not in ("exact", "site"):
             raise ValueError("its release or match is not valid")
         return cls(
-            patch=patch,
+            patch_id=patch_id,
             release=release,
             match=match,
-            graph=FileChange.from_json(data.get("graph"), graph_row),
-            record=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
+            graph_change=FileChange.from_json(data.get("graph"), graph_row),
+            record_change=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
         )
 
 

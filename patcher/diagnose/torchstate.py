@@ -18,7 +18,7 @@ from patcher.core.installed import Interpreter, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.diagnose.model import ProcessFacts, TorchFacts
-from patcher.install.locate import find_dist_info, read_torch_version
+from patcher.install.locate import dist_version, find_dist_info, read_torch_version
 
 _VERSION = re.compile(r"/python(3)\.(\d+)t?/(?:site|dist)-packages/torch$")
 
@@ -33,6 +33,7 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
     assert process.torch_dir is not None and process.torch_seen_at is not None
     directory = Path(process.torch_seen_at)
     dist_info = find_dist_info(directory, spec)
+    distribution = dist_version(dist_info)
     reader = Interpreter(
         executable=sys.executable,
         version=".".join(map(str, sys.version_info[:3])),
@@ -42,9 +43,10 @@ def target(process: ProcessFacts, spec: PatchSpec) -> Target:
     return Target(
         interpreter=reader,
         torch_dir=directory,
-        graph=directory / spec.file,
+        graph_py=directory / spec.file,
         dist_info=dist_info,
-        torch_version=read_torch_version(directory, dist_info),
+        torch_version=read_torch_version(directory, distribution),
+        dist_version=distribution,
         owner=process.interpreter,
     )
 
@@ -60,7 +62,7 @@ def read_torch(process: ProcessFacts, spec: PatchSpec, locked: set[tuple[int, in
         st = os.stat(process.torch_seen_at or "")
         held = (st.st_dev, st.st_ino) in locked
         found = target(process, spec)
-        version, changed = found.torch_version, os.stat(found.graph).st_ctime
+        version, changed = found.torch_version, os.stat(found.graph_py).st_ctime
         report = reading.verify_unlocked(found, spec)
     except LazylogError as exc:
         return TorchFacts(

@@ -13,14 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from patcher.core import messages, state
-from patcher.core.errors import LazylogError
-from patcher.core.exitcodes import ExitCode
 from patcher.core.installed import Snapshot, Target
 from patcher.core.report import Report
 from patcher.core.spec import PatchSpec
 from patcher.core.steps import Rebuild, Step, Write
 from patcher.install import fsio, lock, pyc
-from patcher.install.reading import keeping, newer_version, read_install, refusal, report
+from patcher.install.reading import keeping, read_install, refusal, report
 
 if TYPE_CHECKING:
     from patcher.core.facts import Reading
@@ -34,7 +32,7 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
     compiled: dict[Path, bytes] = {}
     if rebuilds:
         datas = pyc.compile_for(
-            target.interpreter, [r.pyc for r in rebuilds], planned.source, target.graph, planned.mtime_ns
+            target.interpreter, [r.pyc for r in rebuilds], planned.source, target.graph_py, planned.mtime_ns
         )
         compiled = {r.pyc.path: data for r, data in zip(rebuilds, datas, strict=True)}
     fsio.discard(list(snap.leftovers))  # temp files of a killed run: only now that every check passed
@@ -50,7 +48,7 @@ def _carry_out(target: Target, snap: Snapshot, planned: Plan, command: str) -> N
         else s
         for s in planned.steps
     ]
-    fsio.run(steps, command)
+    fsio.write_all(steps, command)
 
 
 def _apply_or_revert(command: str, target: Target, spec: PatchSpec, dry_run: bool = False) -> Report:
@@ -70,12 +68,7 @@ def _decided(
 ) -> Report:
     does = state.TABLES[command][reading.state]
     if "refuse" in does:
-        raise refusal(target, spec, snap, reading)
-    version = newer_version(snap)
-    if version is not None:  # a newer tool's record: never read, rewritten or removed, nothing written
-        where = (target.torch_version, target.torch_dir)
-        text = messages.newer_refused(command, reading.state, reading.known, where, target.undo_path, version)
-        raise LazylogError(ExitCode.REFUSED, text, reading.state)
+        raise refusal(command, target, spec, snap, reading)
     from patcher.core import plan
 
     planned = plan.build(target, spec, snap, reading, does, time.time_ns(), rewritten)
@@ -88,11 +81,13 @@ def _decided(
 
         diff = unified(snap.graph, planned.result, "torch/" + spec.file)
     if planned.steps:  # what the real run would refuse, the dry run refuses too
-        fsio.require_writable(planned.check, links=(target.torch_dir, target.graph.parent, target.graph))
+        fsio.require_writable(
+            planned.check, links=(target.torch_dir, target.graph_py.parent, target.graph_py)
+        )
     if dry_run or not planned.steps:
         return report(command, target, snap, reading, message)._replace(diff=diff)
     _carry_out(target, snap, planned, command)
-    pycs = tuple(p.describe() for p in pyc.find(target.graph, target.interpreter.pycache_prefix))
+    pycs = tuple(p.describe() for p in pyc.find(target.graph_py, target.interpreter.pycache_prefix))
     result = report(command, target, snap, reading, message, planned.result)  # the state as read ...
     return result._replace(state=planned.leaves, diff=diff, changed=True, pycs=pycs)  # ... as left
 

@@ -81,7 +81,7 @@ def build_releases(sources: Iterable[tuple[str, bytes]], spec: PatchSpec) -> Rel
 
 
 def releases_table(releases: Releases) -> str:
-    """The README's supported-release table, rendered from the patch definition."""
+    """docs/releases.md's supported-release table, rendered from the patch definition."""
     lines = [
         "| torch | graph.py as released | `apply` does | sha256 of graph.py (first 16) |",
         "|---|---|---|---|",
@@ -97,18 +97,18 @@ def command(wheels: list[Path], output: Path | None, check: bool, markdown: bool
     nor --output was given (printed alone as text; with --json, in the JSON)."""
     from patcher.install import definitions, fsio
 
-    patch = definitions.load()
-    releases = build_releases((graph_from_wheel(w, patch) for w in wheels), patch)
-    text = json.dumps(releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+    spec = definitions.load()
+    releases = build_releases((graph_from_wheel(w, spec) for w in wheels), spec)
+    text = json.dumps(releases.to_json(spec.id), indent=2, sort_keys=True) + "\n"
     code, changed, shown = ExitCode.OK, False, None
     if check:
-        shipped = json.dumps(patch.releases.to_json(patch.id), indent=2, sort_keys=True) + "\n"
+        shipped = json.dumps(spec.releases.to_json(spec.id), indent=2, sort_keys=True) + "\n"
         message = f"The shipped releases table matches {len(wheels)} wheel(s)"
         if shipped != text:
-            code = ExitCode.DIFFERS
+            code = ExitCode.EAGER  # the check fails: exit 1, as verify's on an eager torch
             message = "The shipped releases table differs from the one these wheels give"
     elif output is not None:
-        fsio.run([steps.Write(output, text.encode(), 0o644, -1, -1)], "fingerprint")
+        fsio.write_all([steps.Write(output, text.encode(), 0o644, -1, -1)], "fingerprint")
         changed, message = True, f"Wrote {len(releases.rows)} release(s) to {output}"
     else:
         shown = releases_table(releases) if markdown else text

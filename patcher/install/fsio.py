@@ -80,7 +80,7 @@ def unchanged(step: Step) -> None:
         )
 
 
-def run(steps: list[Step], what: str) -> None:
+def write_all(steps: list[Step], what: str) -> None:
     """Stage every write, check every destination, then commit all in order, signals held."""
     temps = [temp_path(s.path) for s in steps if isinstance(s, Write)]  # what staging may leave
     staged: list[tuple[Step, Path | None]] = []

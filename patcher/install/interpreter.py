@@ -8,7 +8,7 @@ runs the module's source as __main__. So the tool's own files and working direct
 is found, and however the interpreter's path is spelled, the answer is the same.
 
 When the target is the interpreter running torch-lazylog and it started plainly (no -I, -E, -s, -S),
-and the call needs no environment of its own, the module's `run` is called in-process on sys.path
+and the call needs no environment of its own, the module's `answer` is called in-process on sys.path
 less its launch entry: no second interpreter starts, and it sees what a second one would. `call` is
 the one place that decides; every target module takes a JSON request and gives a JSON answer.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 
 from patcher.core.errors import Hint, Pass, environment
 from patcher.core.installed import Found, Interpreter
-from patcher.target import interp
+from patcher.in_target import interp
 
 if TYPE_CHECKING:
     import subprocess
@@ -70,7 +70,7 @@ def call(
     timeout: float = 300,
     env: dict[str, str] | None = None,
 ) -> dict[str, object]:
-    """`module.run(request)` in `python` (None: this tool's own), here or in a new process (above):
+    """`module.answer(request)` in `python` (None: this tool's own), here or in a new process (above):
     never here for a module that says it needs a process of its own (`OWN_PROCESS`)."""
     own_process: bool = getattr(module, "OWN_PROCESS", False)
     if env is None and not own_process and in_process(python):
@@ -78,8 +78,8 @@ def call(
         if not getattr(sys.flags, "safe_path", False):  # the launch's entry (none under -P, PYTHONSAFEPATH)
             del sys.path[:1]
         try:
-            answer: dict[str, object] = module.run(request)
-            return answer
+            answered: dict[str, object] = module.answer(request)
+            return answered
         finally:
             sys.path[:] = saved
     executable = python or sys.executable
@@ -103,7 +103,7 @@ def call(
 def run_module(
     python: str, module: ModuleType, what: str, stdin: str, timeout: float, env: dict[str, str] | None
 ) -> subprocess.CompletedProcess[str]:
-    """Run one of patcher.target's modules in `python`, in this process's environment (see above),
+    """Run one of patcher.in_target's modules in `python`, in this process's environment (see above),
     writing no bytecode (-B): starting the target must not write into its environment (a .pth that
     imports a module, as cuda-bindings ships, would otherwise get a pyc where uv compiled none)."""
     import subprocess  # only when a second interpreter is needed

@@ -21,14 +21,14 @@ _SITE_DIR = re.compile(
 _VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 
 
-def read_torch_version(torch_dir: Path, dist_info: Path | None) -> str | None:
+def read_torch_version(torch_dir: Path, distribution: str | None) -> str | None:
     """torch/version.py's `__version__ = '...'` (or `__version__: str = "..."`); only when it says
-    nothing, the distribution's version."""
+    nothing, the distribution's version (`dist_version`, read once)."""
     try:
         found = _VERSION.search((torch_dir / "version.py").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         found = None
-    return found["version"] if found else dist_version(dist_info)
+    return found["version"] if found else distribution
 
 
 def dist_version(dist_info: Path | None) -> str | None:
@@ -200,12 +200,14 @@ def locate(python: str | None, torch_dir: str | None, spec: PatchSpec) -> Target
         graph = _check_tree(directory, spec)
         probed, found = _for_torch_dir(python, directory)
     dist_info = find_dist_info(directory, spec)
+    distribution = dist_version(dist_info)
     return Target(
         interpreter=probed,
         torch_dir=directory,
-        graph=graph,
+        graph_py=graph,
         dist_info=dist_info,
-        torch_version=read_torch_version(directory, dist_info),
+        torch_version=read_torch_version(directory, distribution),
+        dist_version=distribution,
         owner=probed.executable if found.torch_dir else None,  # None: a tree no interpreter owns
         torch_path_entry=found.path_entry,
     )

@@ -70,7 +70,7 @@ def compile_for(
     """New bytes for each pyc (all of the interpreter's tag), compiled by that interpreter."""
     import base64  # only when bytecode is written
 
-    from patcher.target import bytecode
+    from patcher.in_target import bytecode
 
     request: dict[str, object] = {
         "data": base64.b64encode(source).decode("ascii"),

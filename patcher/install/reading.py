@@ -17,10 +17,9 @@ from patcher.core.exitcodes import ExitCode
 from patcher.core.facts import Reading
 from patcher.core.hashes import sha256
 from patcher.core.installed import Snapshot, Target
-from patcher.core.report import Advice, Next, Report
+from patcher.core.report import Report, State
 from patcher.core.spec import PatchSpec
-from patcher.core.undo import newer
-from patcher.install import locate, lock, snapshot
+from patcher.install import lock, snapshot
 
 if TYPE_CHECKING:
     from patcher.core.outcome import Rewritten
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 def install_of(target: Target) -> Install:
     """What the advice to reinstall this torch needs to know."""
     return Install(
-        dist_version=locate.dist_version(target.dist_info),  # not version.py's label: an index's
+        dist_version=target.dist_version,  # not version.py's label: an index's
         vendor=vendor(target),
         installer=snapshot.installer(target),
         owner=target.owner,
@@ -41,50 +40,23 @@ def install_of(target: Target) -> Install:
 def read_install(target: Target, spec: PatchSpec) -> tuple[Snapshot, Reading, Rewritten | None]:
     """The snapshot, its one reading, and the rewrite apply would make."""
     snap = snapshot.take(target, spec)
-    known, rewritten = classify.classify(snap.graph, spec, target.torch_version, snap.undo)
+    known, rewritten = classify.classify(snap.graph, snap.sha256, spec, target.torch_version, snap.undo)
     return snap, facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns()), rewritten
 
 
 def vendor(target: Target) -> bool:
     """A build no index has: its distribution's version is local (`+rocm...`) or not there at all."""
-    version = locate.dist_version(target.dist_info)
+    version = target.dist_version
     return version is None or "+" in version
 
 
-def refusal(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
-    """The one refusal for what was found: a file changed since apply; a release series the fix
-    cannot reach (upgrade torch); a release's graph.py changed (reinstall it); a build this tool
-    does not know (fingerprint it)."""
-    if reading.state == "edited" and snap.undo is not None:
-        change = snap.undo.graph
-        text = messages.edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
-        return LazylogError(ExitCode.REFUSED, text, reading.state, "reinstall")
-    known, where = reading.known, (target.torch_version, target.torch_dir)
-    refused = messages.refused_release(*where) if known.cause == "import" else None
-    support = messages.support(spec)
-    next: Next
-    if refused is not None:
-        message, next = refused, Advice(messages.upgrade(support))
-    elif vendor(target):
-        message, next = messages.unknown(*where, known.reason), Advice(messages.FINGERPRINT)
-    else:
-        message, next = messages.changed_site(*where, known.reason), "reinstall"
-    return LazylogError(
-        ExitCode.REFUSED,
-        message,
-        reading.state,
-        next,
-        nearest_diff=known.nearest_diff or None,
-        support=support,
-    )
+def refusal(command: str, target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> LazylogError:
+    """The core's refusal of what was found (patcher.core.messages.refusal), with whether this torch
+    is a vendor's build, which only its dist-info tells."""
+    return messages.refusal(command, target, spec, snap, reading, vendor(target))
 
 
-def newer_version(snap: Snapshot) -> int | None:
-    """The version of an undo record that a newer torch-lazylog wrote and this one cannot read."""
-    return newer(snap.undo_raw) if snap.undo is None and snap.undo_raw is not None else None
-
-
-def located(command: str, target: Target, state: str, message: str) -> Report:
+def located(command: str, target: Target, state: State, message: str) -> Report:
     """What every report about a located torch names: the torch and its files."""
     return Report(
         command=command,
@@ -94,7 +66,7 @@ def located(command: str, target: Target, state: str, message: str) -> Report:
         torch_version=target.torch_version,
         torch_dir=str(target.torch_dir),
         torch_path_entry=target.torch_path_entry,
-        graph_py=str(target.graph),
+        graph_py=str(target.graph_py),
         undo_record=str(target.undo_path),
     )
 
@@ -111,7 +83,7 @@ def report(
     command adds its own fields with Report._replace, which mypy checks."""
     known = reading.known
     return located(command, target, reading.state, message)._replace(
-        sha256=sha256(snap.graph if graph is None else graph),
+        sha256=snap.sha256 if graph is None else sha256(graph),
         release=known.release.version if known.release else None,
         match=known.match,
         pycs=tuple(p.describe() for p in snap.pycs),
@@ -146,17 +118,9 @@ def verify_unlocked(target: Target, spec: PatchSpec) -> Report:
 def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
     rule, found = state.verdict(reading.state, reading.row, reading.stale_unchecked)
     if rule.code == ExitCode.REFUSED:
-        raise refusal(target, spec, snap, reading)
-    stale = [str(p.path) for p in snap.stale_pycs() if p.mode == "unchecked-hash"]
+        raise refusal("verify", target, spec, snap, reading)
+    stale = [str(p.path) for p in reading.stale if p.mode == "unchecked-hash"]
     texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
-    eager = rule.code == ExitCode.EAGER
-    version = newer_version(snap)
-    said = None
-    if version is not None:  # judged by graph.py alone; apply and revert would refuse
-        said = messages.newer_record(reading.state, reading.known, target.undo_path, version)
-        rule = rule._replace(next=None)
-    message = messages.verify(
-        reading.state, reading.known, target.torch_version, target.torch_dir, texts, eager, said
-    )
+    message = messages.verify(reading, target, texts, rule.code == ExitCode.EAGER)
     shown = report("verify", target, snap, reading, message)
     return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))

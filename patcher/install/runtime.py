@@ -1,4 +1,4 @@
-"""`verify --runtime`: run patcher.target.inductor in the target interpreter, with a throw-away cache.
+"""`verify --runtime`: run patcher.in_target.inductor in the target interpreter, with a throw-away cache.
 
 The probe imports torch there (never here), in the environment torch-lazylog was given (as the server
 would), and compiles a deep custom-op chain on the CPU; see that module for the checks. The static
@@ -24,7 +24,7 @@ DEPTH = 8
 
 
 class ProbeResult(TypedDict, total=False):
-    """What patcher.target.inductor answers."""
+    """What patcher.in_target.inductor answers."""
 
     checks: list[dict[str, JsonValue]]
     error: str | None
@@ -35,7 +35,7 @@ class ProbeResult(TypedDict, total=False):
 def probe(python: str, expect_graph: str) -> ProbeResult:
     """Run the probe in `python` on the torch whose graph.py is `expect_graph`, with a throw-away
     Inductor cache; return its JSON result."""
-    from patcher.target import inductor
+    from patcher.in_target import inductor
 
     cache = tempfile.mkdtemp(prefix="torch-lazylog-inductor-")
     env = os.environ | {
@@ -62,7 +62,7 @@ def _stop(report: Report, message: str, hint: Hint | None = None) -> LazylogErro
     return LazylogError(ExitCode.ENVIRONMENT, message, report.state, hint=hint)
 
 
-def run(target: Target, report: Report, static: str) -> Report:
+def add_checks(target: Target, report: Report, static: str) -> Report:
     """Add the runtime checks to a static verify report; the worse result decides the exit code.
     `static`: the static check's command line, with the options given, for the advice. An error keeps
     the static report's state, as read."""
@@ -103,7 +103,7 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             f"(the static check alone: {report.message.rstrip('.')}).",
         )
     try:
-        result = probe(target.interpreter.executable, str(target.graph))
+        result = probe(target.interpreter.executable, str(target.graph_py))
     except LazylogError as exc:  # the interpreter would not run it, or it timed out
         raise _stop(report, exc.message, exc.hint) from exc
     if result["error"]:
@@ -113,7 +113,7 @@ def _checked(target: Target, report: Report, static: str) -> ProbeResult:
             f"Fix the environment (or run `{static}` without --runtime for the static check).",
         )
     imported = os.path.realpath(str(result.get("graph_py") or ""))
-    if imported != os.path.realpath(target.graph):
+    if imported != os.path.realpath(target.graph_py):
         raise _stop(
             report,
             f"Expected {target.interpreter.executable} to import torch from {target.torch_dir}, but it imports "

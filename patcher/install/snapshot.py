@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from patcher.core.errors import environment
+from patcher.core.hashes import sha256
 from patcher.core.installed import FileStat, Snapshot, Target
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -24,9 +25,9 @@ def _contents(path: Path) -> tuple[bytes, os.stat_result]:
 
 def _graph(target: Target) -> tuple[bytes, os.stat_result]:
     try:
-        return _contents(target.graph)
+        return _contents(target.graph_py)
     except OSError as exc:
-        raise environment(f"Could not read graph.py {target.graph}: {exc.strerror}.") from exc
+        raise environment(f"Could not read graph.py {target.graph_py}: {exc.strerror}.") from exc
 
 
 def _record(target: Target) -> tuple[bytes | None, FileStat | None]:
@@ -74,13 +75,14 @@ def take(target: Target, spec: PatchSpec) -> Snapshot:
     graph, st = _graph(target)
     record, record_stat = _record(target)
     prefix = target.interpreter.pycache_prefix
-    pycs = pyc.find(target.graph, prefix)
+    pycs = pyc.find(target.graph_py, prefix)
     own_tag = target.interpreter.cache_tag
     magics = {p.header[:4] for p in pycs if p.tag == own_tag and p.mode in ("checked-hash", "unchecked-hash")}
     undo, undo_raw = _undo(target, spec, record is not None)
-    dirs = [target.graph.parent, *pyc.cache_dirs(target.graph, prefix), target.undo_path.parent]
+    dirs = [target.graph_py.parent, *pyc.cache_dirs(target.graph_py, prefix), target.undo_path.parent]
     return Snapshot(
         graph=graph,
+        sha256=sha256(graph),
         graph_stat=stat_of(st),
         record=record,
         record_stat=record_stat,

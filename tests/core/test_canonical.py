@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 
 from patcher.core import canonical
-from patcher.core.canonical import FIELDS, FORM_VERSION, Uncovered
+from patcher.core.canonical import FORM_VERSION, NODE_FIELDS, Uncovered
 
 
 @pytest.mark.parametrize(
@@ -86,7 +86,7 @@ def test_an_uncovered_node_or_value_is_refused() -> None:
 
 
 def test_every_listed_field_exists_in_libcst() -> None:
-    for kind, fields in FIELDS.items():
+    for kind, fields in NODE_FIELDS.items():
         node_type = getattr(cst, kind)
         names = set(node_type.__dataclass_fields__)
         assert set(fields) <= names, kind

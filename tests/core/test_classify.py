@@ -17,7 +17,7 @@ RECODED = SOURCE.replace(b"get_decompositions([target])", b"get_decompositions([
 
 
 def known_of(source: bytes, spec: PatchSpec, version: str | None, undo: UndoRecord | None = None) -> Known:
-    return classify(source, spec, version, undo)[0]
+    return classify(source, sha(source), spec, version, undo)[0]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +57,7 @@ def test_base_version(version: str | None, base: str) -> None:
 def test_release_matching_with_local_version_suffixes(
     three: PatchSpec, version: str | None, nearest: str
 ) -> None:
-    hit = by_hash(SOURCE, three, version)
+    hit = by_hash(sha(SOURCE), three, version)
     assert hit is not None and hit.release is not None
     assert (hit.kind, hit.release.version, hit.match) == ("eager", nearest, "exact")
     known = known_of(SOURCE, three, version)
@@ -70,11 +70,11 @@ def test_by_hash(spec: PatchSpec) -> None:
         (PATCHED, "patched", "9.0.0"),
         (NATIVE, "native", "9.1.0"),
     ]:
-        hit = by_hash(source, spec, "9.1.0+cu128")
+        hit = by_hash(sha(source), spec, "9.1.0+cu128")
         assert hit is not None and hit.release is not None
         assert (hit.kind, hit.release.version, hit.match) == (state, version, "exact")
         assert hit.release.sha256 == sha(SOURCE if state != "native" else NATIVE)
-    assert by_hash(VENDOR, spec, "9.0.0") is None
+    assert by_hash(sha(VENDOR), spec, "9.0.0") is None
 
 
 @pytest.mark.parametrize(
@@ -82,11 +82,12 @@ def test_by_hash(spec: PatchSpec) -> None:
     [
         (VENDOR, "9.0.0+cu128", "eager", "9.0.0"),
         # a lazy branch the way a release ships it, and the way patching 9.0.0 gives it: a 9.0.0
-        # build is named by its own version, any other by the release that ships the branch
-        (VENDOR.replace(EAGER, LAZY), "9.0.0+cu128", "native", "9.0.0"),
-        (VENDOR.replace(EAGER, LAZY), "9.1.0+rocm", "native", "9.1.0"),
-        (VENDOR.replace(EAGER, LAZY), None, "native", "9.1.0"),
-        (VENDOR.replace(EAGER, LAZY), "8.0.0", "native", "9.1.0"),
+        # build is named by its own version, any other by the release that ships the branch; which
+        # of the two it is, classify does not say ("lazy"): only this tool's traces tell (facts)
+        (VENDOR.replace(EAGER, LAZY), "9.0.0+cu128", "lazy", "9.0.0"),
+        (VENDOR.replace(EAGER, LAZY), "9.1.0+rocm", "lazy", "9.1.0"),
+        (VENDOR.replace(EAGER, LAZY), None, "lazy", "9.1.0"),
+        (VENDOR.replace(EAGER, LAZY), "8.0.0", "lazy", "9.1.0"),
     ],
 )
 def test_classify_by_site(
@@ -103,11 +104,11 @@ def test_classify_by_site(
     )
 
 
-def test_a_lazy_branch_no_release_ships_is_known_as_patched(spec: PatchSpec) -> None:
+def test_a_lazy_branch_no_release_ships_is_known_by_the_release_it_patches(spec: PatchSpec) -> None:
     only_eager = spec._replace(releases=build_releases([("9.0.0", SOURCE)], spec))
     known = known_of(VENDOR.replace(EAGER, LAZY), only_eager, "9.0.0")
     assert known.release is not None and (known.kind, known.release.version, known.match) == (
-        "patched",
+        "lazy",
         "9.0.0",
         "site",
     )
@@ -176,7 +177,7 @@ def test_a_refused_file_is_unknown_with_its_reason_and_diff(spec: PatchSpec) -> 
     broken = known_of(b"x = (\n", spec, None)
     assert (broken.kind, broken.release, broken.match, broken.nearest_diff) == ("unknown", None, None, "")
     assert broken.reason.startswith("graph.py is not valid Python (ParserSyntaxError: ")
-    assert classify(warned, spec, "9.0.0", None)[0] == known
+    assert classify(warned, sha(warned), spec, "9.0.0", None)[0] == known
     assert known.cause == "site"
 
 
@@ -184,13 +185,13 @@ def test_a_file_without_the_import_is_unknown_for_that_cause(spec: PatchSpec) ->
     """The cause the command line names a release series for (2.0.x, 2.1.x) reaches the caller."""
     bare = SOURCE.replace(b"from torch._logging import LazyString", b"from torch._logging import other")
     assert bare != SOURCE
-    for known in (known_of(bare, spec, "2.1.2"), classify(bare, spec, "2.1.2", None)[0]):
+    for known in (known_of(bare, spec, "2.1.2"), classify(bare, sha(bare), spec, "2.1.2", None)[0]):
         assert (known.kind, known.cause) == ("unknown", "import"), known
 
 
 def test_decide_on_each_known_release(spec: PatchSpec) -> None:
-    known, rewritten = classify(SOURCE, spec, "9.0.0+cu128", None)
-    assert known == by_hash(SOURCE, spec, "9.0.0") and isinstance(rewritten, Rewritten)
+    known, rewritten = classify(SOURCE, sha(SOURCE), spec, "9.0.0+cu128", None)
+    assert known == by_hash(sha(SOURCE), spec, "9.0.0") and isinstance(rewritten, Rewritten)
     at, line = world.line_of(SOURCE, EAGER)
     assert rewritten.source == PATCHED
     assert (rewritten.edit.offset, rewritten.edit.old, rewritten.edit.new) == (
@@ -200,15 +201,15 @@ def test_decide_on_each_known_release(spec: PatchSpec) -> None:
     )
     assert known.release is not None and rewritten.before == ((False, known.release.site, ""))
     for lazy in (PATCHED, NATIVE):
-        assert classify(lazy, spec, "9.0.0", None) == (by_hash(lazy, spec, "9.0.0"), None)
+        assert classify(lazy, sha(lazy), spec, "9.0.0", None) == (by_hash(sha(lazy), spec, "9.0.0"), None)
 
 
 def test_decide_on_a_vendor_build(spec: PatchSpec) -> None:
-    known, rewritten = classify(VENDOR, spec, "9.0.0+git8514f05", None)
+    known, rewritten = classify(VENDOR, sha(VENDOR), spec, "9.0.0+git8514f05", None)
     assert known == known_of(VENDOR, spec, "9.0.0") and known.kind == "eager"
     assert isinstance(rewritten, Rewritten) and rewritten.source == VENDOR.replace(EAGER, LAZY)
     lazy = VENDOR.replace(EAGER, LAZY)
-    assert classify(lazy, spec, "9.0.0", None) == (known_of(lazy, spec, "9.0.0"), None)
+    assert classify(lazy, sha(lazy), spec, "9.0.0", None) == (known_of(lazy, spec, "9.0.0"), None)
 
 
 def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: PatchSpec) -> None:
@@ -216,7 +217,7 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     wrong = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(patched_sha256="0" * 64), *spec.releases.rows[1:]))
     )
-    assert classify(SOURCE, wrong, "9.0.0", None) == (
+    assert classify(SOURCE, sha(SOURCE), wrong, "9.0.0", None) == (
         Known("unknown", None, None, "patching it does not give the known patched bytes of torch 9.0.0"),
         None,
     )
@@ -224,12 +225,12 @@ def test_an_exact_release_whose_one_edit_misses_the_table_is_unknown(spec: Patch
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(doubled)), *spec.releases.rows[1:]))
     )
-    assert classify(doubled, table, "9.0.0", None)[0].kind == "unknown"
+    assert classify(doubled, sha(doubled), table, "9.0.0", None)[0].kind == "unknown"
     already = SOURCE + b"# " + LAZY + b"\n"  # the lazy text there already
     table = spec._replace(
         releases=spec.releases._replace(rows=(row._replace(sha256=sha(already)), *spec.releases.rows[1:]))
     )
-    assert classify(already, table, "9.0.0", None)[1] is None
+    assert classify(already, sha(already), table, "9.0.0", None)[1] is None
 
 
 def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
@@ -246,13 +247,15 @@ def test_by_site_unknown_carries_the_diff(spec: PatchSpec) -> None:
     assert site.nearest_diff.startswith(
         "The branch differs from the nearest release, 9.0.0:\n--- torch 9.0.0 (nearest release)\n"
     )
-    refused, _ = classify(b"def f(:\n", spec, "9.0.0", None)  # refused with no branch: no diff
+    refused, _ = classify(
+        b"def f(:\n", sha(b"def f(:\n"), spec, "9.0.0", None
+    )  # refused with no branch: no diff
     assert refused._replace(reason="") == Known("unknown", None, None, "", "")
 
 
 def test_the_newest_release_is_ordered_by_number_not_text(spec: PatchSpec) -> None:
     table = spec._replace(releases=build_releases([("9.9.0", SOURCE), ("9.10.0", SOURCE)], spec))
-    hit = by_hash(SOURCE, table, None)
+    hit = by_hash(sha(SOURCE), table, None)
     assert hit is not None and hit.release is not None and hit.release.version == "9.10.0"
 
 
@@ -260,14 +263,14 @@ def test_a_site_match_takes_the_release_of_its_version(three: PatchSpec) -> None
     for version in ("9.0.0+rocm7.1", "9.0.1+cu128"):
         known = known_of(VENDOR, three, version)
         assert known.release is not None and known.release.version == version.split("+")[0]
-        decided, rewritten = classify(VENDOR, three, version, None)
+        decided, rewritten = classify(VENDOR, sha(VENDOR), three, version, None)
         assert decided == known and rewritten is not None
-        exact, _ = classify(SOURCE, three, version, None)
+        exact, _ = classify(SOURCE, sha(SOURCE), three, version, None)
         assert exact.release is not None and exact.release.version == version.split("+")[0]
 
 
 def test_an_unknown_eager_branch_is_not_rewritten(spec: PatchSpec) -> None:
-    known, rewritten = classify(RECODED, spec, "9.0.0", None)
+    known, rewritten = classify(RECODED, sha(RECODED), spec, "9.0.0", None)
     assert (known.kind, rewritten) == ("unknown", None)
     assert known.nearest_diff == DIFF.format(v="9.0.0", installed=" 9.0.0")
 
@@ -335,7 +338,7 @@ def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
 ) -> None:
     """The tool image's command verifies a vendor build it patched with no libcst in the image."""
     patched, undo = _vendor_record()
-    hit = classify_module.by_record(patched, spec, undo)
+    hit = classify_module.by_record(patched, sha(patched), spec, undo)
     assert hit is not None and hit.release is not None
     assert (hit.kind, hit.release.version, hit.match) == ("patched", "9.0.0", "site")
 
@@ -345,7 +348,7 @@ def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
     monkeypatch.setattr("patcher.core.transform.site_of", no_parse)
     monkeypatch.setattr("patcher.core.transform.rewrite", no_parse)
     assert known_of(patched, spec, "9.0.0+rocm", undo) == hit
-    assert classify(patched, spec, "9.0.0+rocm", undo) == (hit, None)
+    assert classify(patched, sha(patched), spec, "9.0.0+rocm", undo) == (hit, None)
 
 
 @pytest.mark.parametrize(
@@ -360,14 +363,16 @@ def test_a_record_that_does_not_describe_the_bytes_settles_nothing(
     spec: PatchSpec, bend: dict[str, object], why: str
 ) -> None:
     patched, undo = _vendor_record(**bend)  # type: ignore[arg-type]
-    assert classify_module.by_record(patched, spec, undo) is None, why
+    assert classify_module.by_record(patched, sha(patched), spec, undo) is None, why
 
 
 def test_no_record_or_other_bytes_settle_nothing(spec: PatchSpec) -> None:
     patched, undo = _vendor_record()
-    assert classify_module.by_record(patched, spec, None) is None
-    assert classify_module.by_record(patched + b"# edited\n", spec, undo) is None
-    assert classify_module.by_record(VENDOR, spec, undo) is None
+    assert classify_module.by_record(patched, sha(patched), spec, None) is None
+    assert (
+        classify_module.by_record(patched + b"# edited\n", sha(patched + b"# edited\n"), spec, undo) is None
+    )
+    assert classify_module.by_record(VENDOR, sha(VENDOR), spec, undo) is None
 
 
 @pytest.mark.parametrize(

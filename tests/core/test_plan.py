@@ -66,7 +66,7 @@ def undo_of(
 
 
 def _plan(spec: PatchSpec, snap: Snapshot, command: str, target: Target | None = None) -> plan.Plan:
-    known, rewritten = classify(snap.graph, spec, "9.0.0+cu128", snap.undo)
+    known, rewritten = classify(snap.graph, snap.sha256, spec, "9.0.0+cu128", snap.undo)
     reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
     does = state.TABLES[command][reading.state]
     return plan.build(target or world.target(), spec, snap, reading, does, NOW, rewritten)
@@ -180,7 +180,14 @@ def expected(name: str, index: int, command: str) -> list[PlanStep]:
     return table[name, index, command]
 
 
-PLANNED = [(n, i, c) for n, i in world.CASES if n not in ("edited", "unknown") for c in ("apply", "revert")]
+REFUSED = (
+    "newer-eager",
+    "newer-patched",
+    "newer-lazy",
+    "edited",
+    "unknown",
+)  # apply and revert write nothing
+PLANNED = [(n, i, c) for n, i in world.CASES if n not in REFUSED for c in ("apply", "revert")]
 
 
 @pytest.mark.parametrize(("name", "index", "command"), PLANNED, ids=[f"{c}-{n}-{i}" for n, i, c in PLANNED])
@@ -202,11 +209,11 @@ def test_the_plan_of_each_command_in_each_state(spec: PatchSpec, name: str, inde
     writes = [s.path for s in steps if isinstance(s, Write)]
     removes = [s.path for s in steps if isinstance(s, Remove)]
     assert planned.done == Done(
-        graph=bool(written),
+        graph_written=bool(written),
         line=planned.done.line,
         undo_written=UNDO in writes,
         undo_removed=UNDO in removes,
-        record=RECORD in writes,
+        record_written=RECORD in writes,
         pycs=sum(isinstance(s, Rebuild) for s in steps),
         pycs_removed=sum(p.name.endswith(".pyc") for p in removes),
         no_record=snap.record is None,
@@ -278,7 +285,28 @@ def test_the_same_graph_py_rebuilds_only_its_stale_pycs(spec: PatchSpec) -> None
         ("remove", "graph.own-junk.pyc", None, None),
     ]
     assert len(planned.steps) == 3
-    assert (planned.done.graph, planned.done.pycs, planned.done.pycs_removed) == (False, 2, 1)
+    assert (planned.done.graph_written, planned.done.pycs, planned.done.pycs_removed) == (False, 2, 1)
+
+
+def test_the_stale_pycs_are_judged_once(spec: PatchSpec, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of the target's pycs is judged against graph.py once, when the state is named; the plan
+    rebuilds the ones found stale then."""
+    from patcher.core import installed
+
+    patched, rec, undone = world.applied()
+    snap = world.later(patched, rec, undone)._replace(pycs=_pycs(patched, AFTER_STAT.mtime_ns))
+    judged: list[str] = []
+    real = installed.stale
+
+    def counting(pyc: installed.Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
+        judged.append(pyc.path.name)
+        return real(pyc, source, mtime, hash_of_source)
+
+    monkeypatch.setattr(installed, "stale", counting)
+    planned = _plan(spec, snap, "apply")
+    assert [kind for kind, *_ in _pyc_steps(planned)] == ["rebuild", "rebuild", "remove"]
+    own = [p.path.name for p in snap.pycs if p.tag == world.TAG]
+    assert sorted(judged) == sorted(own)  # each once
 
 
 def test_revert_rebuilds_the_pycs_for_the_original_at_its_mtime(spec: PatchSpec) -> None:
@@ -329,7 +357,7 @@ def test_a_recorded_record_edit_beyond_our_rows_is_not_replayed(spec: PatchSpec)
     full["record"] = data
     forged = (json.dumps(full, indent=2, sort_keys=True) + "\n").encode()
     snap = world.later(patched, after, forged)
-    assert snap.undo is not None and snap.undo.record is not None  # a record of the right shape
+    assert snap.undo is not None and snap.undo.record_change is not None  # a record of the right shape
     planned = _plan(spec, snap, "revert")
     assert planned.steps[1] == record(before, after, AFTER_RECORD_STAT.mode)  # pointed, not replayed
 
@@ -430,7 +458,7 @@ def test_a_recorded_record_edit_that_removed_a_row_is_not_replayed(spec: PatchSp
     change = world.change_json(world.RECORD_ROW, before, now, at, extra + old, new, 0o664, 1)
     full = _claim(undone, record=change)
     snap = world.later(patched, now, full)
-    assert snap.undo is not None and snap.undo.record is not None
+    assert snap.undo is not None and snap.undo.record_change is not None
     planned = _plan(spec, snap, "revert")
     assert planned.steps[1] == record(pristine, now, AFTER_RECORD_STAT.mode)  # pointed, not replayed
 
@@ -533,3 +561,29 @@ def test_apply_over_a_record_of_another_record_keeps_no_record_part(spec: PatchS
     grown = rec + b"torch/extra.py,,\r\n"
     planned = _plan(spec, world.snap(SOURCE, grown, undone), "apply")
     assert planned.steps[0] == undo(undo_of(SOURCE, GRAPH_STAT, None), undone)
+
+
+@pytest.mark.parametrize(
+    ("name", "command"), [("pristine", "apply"), ("patched", "revert"), ("unrecorded", "apply")]
+)
+def test_graph_py_is_hashed_once_when_it_is_read(
+    spec: PatchSpec, monkeypatch: pytest.MonkeyPatch, name: str, command: str
+) -> None:
+    """The snapshot carries graph.py's sha256: classifying, naming the state and planning the writes
+    never hash graph.py's bytes again (the write's re-read before each replace is fsio's); the plan
+    hashes RECORD as read once, for its write's check and the undo record alike."""
+    import hashlib
+
+    snap = world.states()[name][0]
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def counting(data: bytes = b"", **kwargs: bool) -> hashlib._Hash:
+        hashed.append(bytes(data))
+        return real(data, **kwargs)
+
+    monkeypatch.setattr(hashlib, "sha256", counting)
+    planned = _plan(spec, snap, command)
+    assert planned.steps  # the plan writes: graph.py or its undo record
+    assert hashed and snap.graph not in hashed
+    assert hashed.count(snap.record or b"") == 1

@@ -68,22 +68,22 @@ def test_rows_finds_the_row_and_keeps_its_text(spelling: str, newline: bytes) ->
 def test_rows_of_two_spellings_are_two_rows() -> None:
     data = _record(GRAPH, f"{SITE}/{GRAPH}")
     assert [r.path for r in record.rows(data, GRAPH, SITE)] == [GRAPH, f"{SITE}/{GRAPH}"]
-    assert record.fit(data, GRAPH, b"old", SITE) == "duplicate"
+    assert record.fit(record.rows(data, GRAPH, SITE), b"old") == "duplicate"
 
 
 def test_fit_and_names_through_an_absolute_row() -> None:
     data = _record(f"{SITE}/{GRAPH}")
-    assert record.fit(data, GRAPH, b"old", SITE) == "current"
-    assert record.fit(data, GRAPH, b"new", SITE) == "other"
-    assert record.fit(data, GRAPH, b"old", "") == "missing"
-    assert record.names(data, GRAPH, b"old", SITE)
-    assert not record.names(data, GRAPH, b"new", SITE)
+    assert record.fit(record.rows(data, GRAPH, SITE), b"old") == "current"
+    assert record.fit(record.rows(data, GRAPH, SITE), b"new") == "other"
+    assert record.fit(record.rows(data, GRAPH, ""), b"old") == "missing"
+    assert record.names(record.rows(data, GRAPH, SITE), b"old")
+    assert not record.names(record.rows(data, GRAPH, SITE), b"new")
 
 
 @pytest.mark.parametrize("spelling", [f"{SITE}/{GRAPH}", f"./{GRAPH}", f"../site-packages/{GRAPH}"])
 def test_pointed_keeps_the_rows_form(spelling: str) -> None:
     data = _record(spelling, newline=b"\r\n")
-    new = record.pointed(data, GRAPH, b"newer", add=UNDO, drop=None, base=SITE)
+    new = record.pointed(data, record.rows(data, GRAPH, SITE)[0], b"newer", add=UNDO, drop=None, base=SITE)
     lines = new.split(b"\r\n")
     at = lines.index(f"{spelling},{record.hash_field('sha256', b'newer')},5".encode())
     assert lines[at + 1] == f"{UNDO},,".encode()  # the undo row: relative, right after graph.py's
@@ -93,7 +93,7 @@ def test_pointed_keeps_the_rows_form(spelling: str) -> None:
 @pytest.mark.parametrize("spelling", [f"{SITE}/{UNDO}", f"./{UNDO}"])
 def test_pointed_adds_no_undo_row_listed_in_another_form(spelling: str) -> None:
     data = _record(GRAPH, spelling)
-    new = record.pointed(data, GRAPH, b"newer", add=UNDO, drop=None, base=SITE)
+    new = record.pointed(data, record.rows(data, GRAPH, SITE)[0], b"newer", add=UNDO, drop=None, base=SITE)
     assert new.count(b"torch_lazylog.json") == 1
 
 
@@ -101,7 +101,9 @@ def test_pointed_adds_no_undo_row_listed_in_another_form(spelling: str) -> None:
 def test_without_removes_every_form(spelling: str) -> None:
     data = _record(GRAPH, spelling)
     assert record.without(data, UNDO, SITE) == _record(GRAPH)
-    assert record.pointed(data, GRAPH, b"old", add=None, drop=UNDO, base=SITE) == _record(GRAPH)
+    assert record.pointed(
+        data, record.rows(data, GRAPH, SITE)[0], b"old", add=None, drop=UNDO, base=SITE
+    ) == _record(GRAPH)
 
 
 def test_without_noop_for_another_file() -> None:

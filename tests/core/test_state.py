@@ -12,6 +12,7 @@ import pytest
 from patcher.core import facts, state
 from patcher.core.classify import classify
 from patcher.core.exitcodes import ExitCode
+from patcher.core.report import Next
 from patcher.core.spec import PatchSpec
 from tests.core import world
 
@@ -22,7 +23,7 @@ ALL_STATES = typing.get_args(state.State)
 @pytest.mark.parametrize(("name", "index"), world.CASES, ids=[f"{n}-{i}" for n, i in world.CASES])
 def test_each_state_is_named_from_the_bytes(spec: PatchSpec, name: str, index: int) -> None:
     snap = world.states()[name][index]
-    known, _ = classify(snap.graph, spec, "9.0.0", snap.undo)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
     assert facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW).state == name
 
 
@@ -52,6 +53,8 @@ UNTRUSTED = {
     "native": "untrusted-lazy",
     "unknown": "unknown",
 }
+# A newer torch-lazylog's record: graph.py judged alone, and the record left to that tool.
+NEWER = {"eager": "newer-eager", "patched": "newer-patched", "native": "newer-lazy", "unknown": "unknown"}
 
 
 def _facts(kind: str, fit: str, names_original: bool = False, names_patched: bool = False) -> state.State:
@@ -63,6 +66,7 @@ def test_decide_by_kind_and_fit(kind: str) -> None:
     for fit, expected in BY_KIND_AND_FIT[kind].items():
         assert _facts(kind, fit) == expected, fit
     assert _facts(kind, "untrusted") == UNTRUSTED[kind]
+    assert _facts(kind, "newer") == NEWER[kind]
     assert _facts(kind, "changed") == "edited"
 
 
@@ -85,6 +89,8 @@ LAZY_STATES = {
     "upgraded",
     "untrusted-patched",
     "untrusted-lazy",
+    "newer-patched",
+    "newer-lazy",
 }
 
 APPLY = {
@@ -100,6 +106,9 @@ APPLY = {
     "untrusted-eager": ("patch",),
     "untrusted-patched": ("write-undo",),
     "untrusted-lazy": ("drop",),
+    "newer-eager": ("refuse",),
+    "newer-patched": ("refuse",),
+    "newer-lazy": ("refuse",),
     "edited": ("refuse",),
     "unknown": ("refuse",),
 }
@@ -116,6 +125,9 @@ REVERT = {
     "untrusted-eager": ("drop",),
     "untrusted-patched": ("restore",),
     "untrusted-lazy": ("drop",),
+    "newer-eager": ("refuse",),
+    "newer-patched": ("refuse",),
+    "newer-lazy": ("refuse",),
     "edited": ("refuse",),
     "unknown": ("refuse",),
 }
@@ -132,6 +144,9 @@ VERIFY = {
     "untrusted-eager": EAGER,
     "untrusted-patched": "tidy",
     "untrusted-lazy": "tidy",
+    "newer-eager": (EAGER, None),  # judged by graph.py alone: apply and revert refuse, so no next step
+    "newer-patched": OK,
+    "newer-lazy": OK,
     "edited": (REFUSED, "reinstall"),
     "unknown": (REFUSED, None),
 }
@@ -163,7 +178,8 @@ def test_verdict_with_what_verify_finds_in_every_state(name: state.State) -> Non
     interrupted = name in ("apply-interrupted", "revert-interrupted")
     lazy = name in LAZY_STATES
     plain = _verify_rule(VERIFY[name])
-    eager, tidy = state.Rule(EAGER, "apply"), state.Rule(OK, "apply")
+    step: Next | None = None if APPLY[name] == ("refuse",) else "apply"  # never a step that refuses
+    eager, tidy = state.Rule(EAGER, step), state.Rule(OK, step)
     for row in ("absent", "current", "unhashed"):
         assert state.verdict(name, row, False) == (plain, ()), row
     row_found = () if interrupted else ("record-row",)
@@ -203,7 +219,130 @@ def test_an_undo_record_that_only_follows_records_row_is_not_said_to_be_written(
     from patcher.core import messages, steps
     from patcher.core.classify import Known
 
-    done = steps.Done(undo_written=True, record=True)
+    done = steps.Done(undo_written=True, record_written=True)
     said = messages.changed("apply", name, Known("eager", None, None), "9.0.0", done, False)
     assert ("wrote its undo record" in said) == (name not in ("patched", "apply-interrupted")), said
     assert "updated RECORD" in said
+
+
+@pytest.mark.parametrize(
+    ("graph", "mode", "kind", "name"),
+    [
+        # bytes this tool's undo record says it wrote (the vendor build's one edit): patched, decided
+        # by classify from the bytes, even beside no RECORD and a record whose mode no file had
+        (world.VENDOR.replace(world.EAGER, world.LAZY), 0o4644, "patched", "untrusted-patched"),
+        (world.VENDOR.replace(world.EAGER, world.LAZY), 0o644, "patched", "patched"),
+        # a lazy branch known only by its site, no trace of this tool: it ships lazy
+        (world.VENDOR.replace(world.EAGER, world.LAZY), None, "lazy", "ships-lazy"),
+    ],
+)
+def test_kind_is_decided_once_classify_by_the_bytes_facts_by_the_traces_for_a_lazy_branch(
+    spec: PatchSpec, graph: bytes, mode: int | None, kind: str, name: str
+) -> None:
+    """classify never calls a lazy branch known by its site patched or native ("lazy"); facts then
+    decides from this tool's traces, and from them only. A file this tool's record says it wrote is
+    patched by the bytes: before, with no RECORD to name its original, it was called native (its
+    untrusted record then dropped, and revert could never give the vendor's original back)."""
+    undo = None
+    if mode is not None:
+        change = world.graph_change(world.VENDOR, graph, mode)
+        undo = world.undo_json(change, None, "9.0.0", "site")
+    snap = world.snap(graph, None, undo)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    assert known.kind == kind
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert reading.state == name
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [(b"", "it has no row for torch/_inductor/graph.py"), (b"twice", "it has more than one row for")],
+)
+def test_a_record_without_graph_pys_one_row_is_a_damaged_install(
+    spec: PatchSpec, rows: bytes, said: str
+) -> None:
+    """RECORD's rows for graph.py are found once, when the state is named: none, or two, is a
+    damaged install (a reinstall), before any plan is made."""
+    from patcher.core.errors import LazylogError
+
+    listed = world.record_of(world.SOURCE)
+    graph_row = world.graph_row(world.SOURCE).encode()
+    rec = listed.replace(graph_row, b"") if not rows else listed + graph_row + b"\r\n"
+    snap = world.snap(world.SOURCE, rec)
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    with pytest.raises(LazylogError) as raised:
+        facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert (
+        said in str(raised.value)
+        and raised.value.code == ExitCode.ENVIRONMENT
+        and raised.value.next == "reinstall"
+    )
+
+
+@pytest.mark.parametrize("name", ["patched", "pristine", "unrecorded"])
+def test_records_rows_are_found_once_for_each_file(
+    spec: PatchSpec, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Naming the state reads RECORD's rows of graph.py and of the undo record once each: the row's
+    fit, what it names (the original, the patched bytes) and the kind all read the rows found."""
+    from patcher.core import record
+
+    snap = world.states()[name][0]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    looked_up: list[str] = []
+    real = record.rows
+
+    def counting(data: bytes, path: str, base: str) -> list[record.Row]:
+        looked_up.append(path)
+        return real(data, path, base)
+
+    monkeypatch.setattr(record, "rows", counting)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert reading.state == name and sorted(looked_up) == sorted([world.ROW, world.UNDO_ROW])
+
+
+@pytest.mark.parametrize(("name", "index"), [c for c in world.CASES if c[0].startswith("newer-")])
+def test_a_newer_tools_record_is_said_and_refused_by_the_core(spec: PatchSpec, name: str, index: int) -> None:
+    """verify names the record's version and judges graph.py alone; apply and revert refuse with
+    the core's sentence, no next step, the record left to the tool that wrote it."""
+    from patcher.core import messages
+
+    snap = world.states()[name][index]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    target = world.target()
+    named = f"({target.undo_path}: undo record version 2, where this one reads up to version 1)"
+    said = messages.verify(reading, target, [], name == "newer-eager")
+    assert named in said and "judges graph.py alone" in said and "does not describe" not in said
+    for command in ("apply", "revert"):
+        refused = messages.refusal(command, target, spec, snap, reading, vendor=False)
+        assert (refused.code, refused.state, refused.next) == (REFUSED, name, None)
+        assert named in refused.message and refused.message.endswith(f"one, to {command}")
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "vendor", "step"),
+    [
+        ("edited", 0, False, "reinstall"),
+        ("unknown", 0, False, "reinstall"),
+        ("unknown", 0, True, "fingerprint"),
+    ],
+)
+def test_a_refusal_s_sentence_and_step_come_from_the_core(
+    spec: PatchSpec, name: str, index: int, vendor: bool, step: str
+) -> None:
+    """A file changed since apply: reinstall; a release's graph.py changed: reinstall; a build no
+    index has: fingerprint it (a person's step)."""
+    from patcher.core import messages
+    from patcher.core.report import Advice
+
+    snap = world.states()[name][index]
+    known, _ = classify(snap.graph, snap.sha256, spec, "9.0.0", snap.undo)
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    refused = messages.refusal("apply", world.target(), spec, snap, reading, vendor)
+    assert (refused.code, refused.state) == (REFUSED, name) and "Nothing was written" in refused.message
+    if step == "fingerprint":
+        assert isinstance(refused.next, Advice) and refused.next.text == messages.FINGERPRINT
+    else:
+        assert refused.next == step
+    assert (refused.support is None) == (name == "edited")

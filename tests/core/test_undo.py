@@ -26,8 +26,8 @@ def _parse(raw: bytes, record_row: str | None = RECORD_ROW) -> UndoRecord:
 def test_a_record_reads_back_field_by_field() -> None:
     parsed = _parse(_record())
     offset, old = world.line_of(SOURCE, world.EAGER)
-    assert parsed.patch == world.PATCH_ID and (parsed.release, parsed.match) == ("9.0.0", "exact")
-    assert parsed.graph == FileChange(
+    assert parsed.patch_id == world.PATCH_ID and (parsed.release, parsed.match) == ("9.0.0", "exact")
+    assert parsed.graph_change == FileChange(
         ROW,
         FileState(sha(SOURCE), len(SOURCE)),
         FileState(sha(PATCHED), len(PATCHED)),
@@ -35,9 +35,10 @@ def test_a_record_reads_back_field_by_field() -> None:
         0o644,
         world.GRAPH_STAT.mtime_ns,
     )
-    assert parsed.record is not None and parsed.record.path == RECORD_ROW
+    assert parsed.record_change is not None and parsed.record_change.path == RECORD_ROW
     assert (
-        parsed.record.mode == world.RECORD_STAT.mode and parsed.record.mtime_ns == world.RECORD_STAT.mtime_ns
+        parsed.record_change.mode == world.RECORD_STAT.mode
+        and parsed.record_change.mtime_ns == world.RECORD_STAT.mtime_ns
     )
     assert parsed.to_bytes() == _record()  # written back byte for byte: sorted keys, indent 2, a newline
 
@@ -63,14 +64,14 @@ def test_to_bytes_is_ascii_json_with_stable_keys() -> None:
         "version": 1,
     }
     assert raw == (json.dumps(expected, indent=2, sort_keys=True) + "\n").encode("ascii")
-    assert UndoRecord.parse(raw, "p", ROW, None).graph.edit == edit  # any byte round-trips
+    assert UndoRecord.parse(raw, "p", ROW, None).graph_change.edit == edit  # any byte round-trips
 
 
 def test_the_record_part_is_read_only_where_a_record_is() -> None:
-    assert _parse(_record(), None).record is None  # no RECORD beside torch: its part is ignored
+    assert _parse(_record(), None).record_change is None  # no RECORD beside torch: its part is ignored
     data = json.loads(_record())
     data["record"] = None
-    assert _parse(json.dumps(data).encode()).record is None
+    assert _parse(json.dumps(data).encode()).record_change is None
 
 
 Damage = Callable[[dict[str, Any]], None]
@@ -162,8 +163,8 @@ def test_the_bounds_that_are_valid(mode: int, mtime: int) -> None:
     data["graph"]["before"]["size"] = 0
     data["graph"]["after"]["size"] = 12
     parsed = _parse(json.dumps(data).encode())
-    assert (parsed.graph.mode, parsed.graph.mtime_ns) == (mode, mtime)
-    assert (parsed.graph.before.size, parsed.graph.after.size) == (0, 12)
+    assert (parsed.graph_change.mode, parsed.graph_change.mtime_ns) == (mode, mtime)
+    assert (parsed.graph_change.before.size, parsed.graph_change.after.size) == (0, 12)
 
 
 @pytest.mark.parametrize(
@@ -222,7 +223,7 @@ def test_every_version_from_the_oldest_to_this_one_is_read(monkeypatch: pytest.M
     """A later tool reads the records of every version before its own, as they were written."""
     monkeypatch.setattr(undo, "UNDO_VERSION", 3)
     for version in (1, 2, 3):
-        assert _parse(_with(version=version)).graph == _parse(_record()).graph
+        assert _parse(_with(version=version)).graph_change == _parse(_record()).graph_change
     assert undo.newer(_with(version=3)) is None and undo.newer(_with(version=4)) == 4
     with pytest.raises(ValueError, match="version 4, expected 'torch-lazylog' version 3"):
         _parse(_with(version=4))

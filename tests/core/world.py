@@ -151,7 +151,7 @@ def interpreter() -> Interpreter:
 
 def target() -> Target:
     dist = SITE / DIST
-    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, "9.0.0+cu128")
+    return Target(interpreter(), SITE / "torch", SITE / ROW, dist, "9.0.0+cu128", "9.0.0")
 
 
 def bare_target() -> Target:
@@ -188,7 +188,7 @@ def snap(
         except ValueError:
             parsed = None
     rec_stat = record_stat if rec is not None else None
-    return Snapshot(graph, stat, rec, rec_stat, parsed, undo, pycs, TAG, {}, ())
+    return Snapshot(graph, sha(graph), stat, rec, rec_stat, parsed, undo, pycs, TAG, {}, ())
 
 
 def forged(undo: bytes, claimed: bytes, instead: bytes) -> bytes:
@@ -199,6 +199,13 @@ def one_edit_undo(lazy: bytes) -> bytes:
     """Self-consistent claims beside a release that ships the fix: no release had that `before`."""
     eager = lazy.replace(LAZY, EAGER)
     return undo_json(graph_change(eager, lazy, 0o644, 0), None, "9.1.0", "exact")
+
+
+def by_a_newer_tool(undo: bytes) -> bytes:
+    """The same record as a newer torch-lazylog writes it: a version this one does not read."""
+    data = json.loads(undo)
+    data.update(version=2, written_later={"any": "field"})
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
 
 
 def later(graph: bytes, rec: bytes | None, undo: bytes | None = None) -> Snapshot:
@@ -230,10 +237,17 @@ def states() -> dict[str, list[Snapshot]]:
             snap(NATIVE, record_of(NATIVE), b"[]"),
             snap(NATIVE, record_of(NATIVE), one_edit_undo(NATIVE)),
         ],
+        "newer-eager": [snap(SOURCE, record_of(SOURCE), by_a_newer_tool(undo))],
+        "newer-patched": [
+            later(patched, rec, by_a_newer_tool(undo)),
+            later(vendor_patched, vendor_rec, by_a_newer_tool(vendor_undo)),
+        ],
+        "newer-lazy": [snap(NATIVE, record_of(NATIVE), by_a_newer_tool(undo))],
         "edited": [snap(vendor_patched + b"# edited\n", vendor_rec, vendor_undo)],
         "unknown": [
             snap(b"x = 1\n", record_of(b"x = 1\n")),
             snap(b"x = 1\n", record_of(b"x = 1\n"), b"{not json"),
+            snap(b"x = 1\n", record_of(b"x = 1\n"), by_a_newer_tool(undo)),
         ],
     }
 
@@ -253,8 +267,11 @@ CASES = [
         ("untrusted-eager", 1),
         ("untrusted-patched", 2),
         ("untrusted-lazy", 2),
+        ("newer-eager", 1),
+        ("newer-patched", 2),
+        ("newer-lazy", 1),
         ("edited", 1),
-        ("unknown", 2),
+        ("unknown", 3),
     ]
     for index in range(count)
 ]

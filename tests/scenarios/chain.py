@@ -1,4 +1,4 @@
-"""A server start that hangs on torch < 2.13: the custom-op chain of patcher/target/inductor.py's model.
+"""A server start that hangs on torch < 2.13: the custom-op chain of patcher/in_target/inductor.py's model.
 
 `python chain.py TAG DEPTH [--ranks N] [--stay]`: a custom op with no lowering (`mix`, fan-in 2)
 applied DEPTH times, then a second one (`tail`) first lowered at the end with the whole chain as its

@@ -25,7 +25,7 @@ def pyc(source: bytes, dfile: str, mode: str, optimize: int, mtime: int) -> byte
     return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + check + marshal.dumps(code)
 
 
-def run(request: dict[str, object]) -> dict[str, object]:
+def answer(request: dict[str, object]) -> dict[str, object]:
     """{"data": b64 source, "dfile", "mtime", "pycs": [{"mode", "optimize"}]} -> the pycs, in order."""
     data = base64.b64decode(str(request["data"]))
     items = request["pycs"]
@@ -37,4 +37,4 @@ def run(request: dict[str, object]) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    json.dump(run(json.load(sys.stdin)), sys.stdout)
+    json.dump(answer(json.load(sys.stdin)), sys.stdout)

@@ -217,7 +217,7 @@ def run_phases(probe: Probe, depth: int, config: Any, out: dict[str, Any]) -> No
     out["checks"] = probe.checks
 
 
-def run(params: dict[str, Any]) -> dict[str, Any]:
+def answer(params: dict[str, Any]) -> dict[str, Any]:
     """{"depth", "expect_graph", "cwd"} -> the checks, or why they could not run."""
     out: dict[str, Any] = {"checks": [], "error": None, "unable": None}
     os.chdir(params["cwd"])  # sys.path was built from the launch's directory; compile somewhere harmless
@@ -240,5 +240,5 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(json.load(sys.stdin))))
+    print(json.dumps(answer(json.load(sys.stdin))))
     sys.exit(0)

@@ -58,7 +58,7 @@ def _find_torch(path: list[str], found: Info) -> None:
         found["torch_path_entry"] = path_entry(torch_dir, path)
 
 
-def run(request: dict[str, object]) -> Info:
+def answer(request: dict[str, object]) -> Info:
     """This interpreter's facts, sys.path being already without the launch entry; with "find_torch",
     where `import torch` would come from."""
     search = list(sys.path)
@@ -82,4 +82,4 @@ def run(request: dict[str, object]) -> Info:
 
 
 if __name__ == "__main__":
-    print(json.dumps(run(json.load(sys.stdin))))
+    print(json.dumps(answer(json.load(sys.stdin))))
