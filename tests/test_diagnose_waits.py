@@ -147,6 +147,17 @@ def _facts(pid: int, interpreter: str, table: procs.ProcTable) -> ProcessFacts:
                         None, None, True, seen.parent, procs.launch_of(seen.env))  # fmt: skip
 
 
+def test_a_file_in_another_root_is_reached_with_that_roots_own_links(tmp_path: Path) -> None:
+    """A container's ~/.cache may be an absolute link (`/scratch/...`): through /proc/PID/root the
+    kernel would follow it from this tool's root, so the path is resolved inside the process's."""
+    root = tmp_path / "root"
+    (root / "scratch" / "x").mkdir(parents=True)
+    (root / "cache").symlink_to("/scratch")  # absolute, as the process sees it
+    boxed = _facts(os.getpid(), sys.executable, procs.read())._replace(root=str(root))
+    assert locks.reached(boxed, "/cache/x/lock") == f"{root}/scratch/x/lock"
+    assert locks.reached(boxed._replace(root=""), "/cache/x/lock") == "/cache/x/lock"  # its own mounts
+
+
 @pytest.mark.parametrize("rank", [pytest.param(None, id="a-server"), pytest.param("1", id="a-rank")])
 def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | None, tmp_path: Path) -> None:
     """A real process: its own command line (a bare `python` named as its interpreter), directory and

@@ -276,7 +276,7 @@ def _vanishing(
 def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame, seen: ProcTable) -> Lock:
     """A lock file and the processes that hold it open: an fd whose `os.stat` is the file's device
     and inode, by whatever path they opened it (never the path's text)."""
-    read_at = process.root + path
+    read_at = reached(process, path)
     identity = _identity(read_at)
     pids, unread = seen.holding(identity[2]) if identity else ([], 0)
     holders = _holders(pids, seen)
@@ -285,6 +285,13 @@ def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame, 
         protocol, path, read_at, _age(read_at), holders, waiting, unread=unread, mount=mount,
         seen=all_in_view(mount), owner=_owner(read_at),
     )  # fmt: skip
+
+
+def reached(process: ProcessFacts, path: str) -> str:
+    """The file as this tool reaches it: the path itself, or, in another mount namespace, through
+    /proc/PID/root with the process's own links followed inside its root (the kernel would follow an
+    absolute link there from this tool's root)."""
+    return process.root + procs.resolved(process.root, path) if process.root else path
 
 
 def _owner(read_at: str) -> str:
@@ -340,7 +347,7 @@ def _held(
 ) -> Lock | None:
     """An OS lock on `path` and its holders in /proc/locks (which leaves out the holders outside this
     PID namespace: none there proves nothing)."""
-    read_at = process.root + path
+    read_at = reached(process, path)
     identity = _identity(read_at)
     rows = [r for r in table if identity and (r.device, r.inode) == identity[:2] and not r.blocked]
     rows = [r for r in rows if r.pid != process.pid]

@@ -59,16 +59,19 @@ def judged_ones(facts: dict[int, ProcessFacts], table: ProcTable) -> list[Proces
 
 def _given(pid: int, table: ProcTable, children: bool) -> tuple[dict[int, ProcessFacts], list[Unreadable]]:
     """The process and (with children) every process below it with torch loaded; what could not be
-    read. The process itself is judged only when it has torch loaded or nothing below it is: a
-    launcher this user may not read is passed over as one without torch is, whoever runs diagnose."""
+    read, when nothing was (a process below one read that this user may not read is part of it, not
+    a problem of its own). The process itself is judged only when it has torch loaded or nothing
+    below it is: a launcher this user may not read is passed over as one without torch is."""
     seen = table.processes.get(pid)
     if seen is None:
         return {}, [Unreadable(pid, "missing", "")]
     first = procs.read_process(seen)
     below = [procs.read_process(table.processes[p]) for p in (table.below(pid) if children else [])]
     found = {r.pid: r for r in [first, *below] if isinstance(r, ProcessFacts)}
+    if found:  # what below it could not be read is read as part of it (its CPU time), not judged
+        return found, []
     problems = [r for r in below if isinstance(r, Unreadable) and r.why == "rights"]
-    if not found and not problems:  # a shell or a Python without torch, and nothing below it
+    if not problems:  # a shell or a Python without torch, and nothing below it
         problems = [first if isinstance(first, Unreadable) else Unreadable(pid, "no-torch", seen.command)]
     return found, problems
 
