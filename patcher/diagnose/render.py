@@ -40,6 +40,14 @@ def shown(argv: list[str], limit: int = 80) -> str:
     return text[: limit - 1] + "\u2026" if short == "\u2026" else short
 
 
+def no_py_spy(python: str, install: str) -> str:
+    return (
+        f"Expected py-spy (the stack sampler diagnose reads processes with) beside {python} or on PATH, "
+        f"found none. Install it into the tool's environment: {install} (the `diagnose` extra of "
+        "torch-lazylog), or diagnose from the host"
+    )
+
+
 def unread(u: Unreadable, catalog: Catalog, rights: str) -> str:
     """Why a process could not be read, in the table's sentence for the reader's rights."""
     said = catalog.unread[u.why].said

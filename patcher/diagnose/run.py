@@ -152,7 +152,11 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     found, problems = _processes(options, table, rights, catalog)
     if not found and len(problems) == 1 and catalog.unread[problems[0].why].code != ExitCode.OK:
         raise LazylogError(catalog.unread[problems[0].why].code, render.unread(problems[0], catalog, rights))
-    words = render.Words(catalog, options.program, stacks.find() if found else "py-spy", rights)
+    try:
+        spy = stacks.find() if found else "py-spy"
+    except stacks.Missing as missing:
+        raise LazylogError(ExitCode.ENVIRONMENT, render.no_py_spy(missing.python, missing.install)) from None
+    words = render.Words(catalog, options.program, spy, rights)
     read, unread = _read(options, spec, table, found, catalog, words.spy) if found else ([], [])
     problems += unread
     said = [verdict.finding_of(r.process, r.samples, r.torch, r.evidence, catalog) for r in read]

@@ -17,16 +17,18 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from patcher.core.errors import LazylogError
-from patcher.core.exitcodes import ExitCode
 from patcher.diagnose.model import Frame, Sample, Stack
 
 TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process
-MISSING = (
-    "Expected py-spy (the stack sampler diagnose reads processes with) beside {python} or on PATH, "
-    "found none. Install it into the tool's environment: {install} (the `diagnose` extra of "
-    "torch-lazylog), or diagnose from the host"
-)
+
+
+class Missing(Exception):
+    """No py-spy beside this tool's interpreter nor on PATH: the interpreter, and the command that
+    installs py-spy into its environment (render says it)."""
+
+    def __init__(self, python: str, install: str) -> None:
+        super().__init__(python, install)
+        self.python, self.install = python, install
 
 
 def install_command(python: str) -> str:
@@ -47,10 +49,7 @@ def find() -> str:
             return str(candidate)
     found = shutil.which("py-spy")
     if found is None:
-        raise LazylogError(
-            ExitCode.ENVIRONMENT,
-            MISSING.format(python=sys.executable, install=install_command(sys.executable)),
-        )
+        raise Missing(sys.executable, install_command(sys.executable))
     return found
 
 
