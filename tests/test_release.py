@@ -243,10 +243,10 @@ def test_nothing_goes_public_before_the_approved_publish_and_the_tagged_commits_
     for name, job in jobs.items():
         writes = "write" in job["permissions"].values()
         assert writes == (name == "publish" or "publish" in _after(jobs, name)), name
-    # The tests job runs CI's fast job's steps, on the tagged commit.
-    fast = [CI_STEP.findall(run) for run in _runs({"jobs": {"fast": _workflow("ci.yml")["jobs"]["fast"]}})]
+    # The tests job runs CI's merge tier's steps, on the tagged commit.
+    merge = [CI_STEP.findall(run) for run in _runs({"jobs": {"merge": _workflow("ci.yml")["jobs"]["merge"]}})]
     tests = [CI_STEP.findall(run) for run in _runs({"jobs": {"tests": jobs["tests"]}})]
-    assert tests == fast and ["core"] in tests, tests
+    assert tests == merge and ["merge"] in tests, tests
 
 
 def _step(job: dict[str, Any], action: str) -> list[dict[str, Any]]:
