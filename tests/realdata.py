@@ -187,7 +187,7 @@ def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: s
             return venv
         shutil.rmtree(venv, ignore_errors=True)
         venv.parent.mkdir(parents=True, exist_ok=True)
-        made_by = Path(python).resolve()
+        start, made_by = time.monotonic(), Path(python).resolve()
         subprocess.run([str(made_by), "-m", "venv", str(venv)], check=True, capture_output=True)
         try:
             pip(["install", "--quiet", *requirements], what, python=venv / "bin" / "python")
@@ -195,6 +195,7 @@ def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: s
             shutil.rmtree(venv, ignore_errors=True)
             raise
         (venv / ".ready").touch()
+        log(f"made the venv {venv.name} ({what}) in {time.monotonic() - start:.0f} s")
         return venv
 
 
@@ -247,15 +248,12 @@ def torch_venv(version: str) -> Path:
             return venv
     minor = f"{sys.version_info.major}.{sys.version_info.minor}"
     wheels = linux_wheels(version, minor)
-    start = time.monotonic()
-    built = _build_venv(
+    return _build_venv(
         CACHE / "venvs" / f"torch-{version}-py{minor}",
         sys.executable,
         ["--no-index", "--find-links", str(wheels), f"torch=={version}"],
         f"torch {version}",
     )
-    log(f"made the torch {version} venv for Python {minor} in {time.monotonic() - start:.0f} s")
-    return built
 
 
 # The torch venvs the e2e tests use: 2.10.0 (the ROCm images' release; most tests), 2.13.0 (a CPU
