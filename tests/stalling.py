@@ -15,7 +15,7 @@ import pytest
 
 from patcher.diagnose import procs, stacks
 from tests.conftest import torch_venv
-from tests.diagnosing import running
+from tests.diagnosing import diagnose_json, running
 
 CHECKOUT = Path(__file__).resolve().parent.parent  # the tool a test runs: this checkout's
 SCENARIO = Path(__file__).parent / "scenarios" / "stalls.py"
@@ -49,6 +49,15 @@ def reaches(pid: int, function: str, file: str, timeout: float = 180) -> None:
                 return
         time.sleep(0.5)
     pytest.fail(f"process {pid} never reached {function} ({file}) in {timeout:.0f} s")
+
+
+def diagnosed_at(pid: int, function: str, file: str) -> tuple[int, dict[str, Any], dict[str, Any]]:
+    """Once the process reaches `function` of `file`, `diagnose PID --json`: its exit code, its
+    report and the report's one process entry."""
+    reaches(pid, function, file)
+    code, report, _ = diagnose_json(str(pid))
+    (entry,) = report["processes"]
+    return code, report, entry
 
 
 ANSWER = Path(__file__).parent / "scenarios" / "answer.cpp"  # a real extension: x.answer() is 42

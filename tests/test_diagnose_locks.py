@@ -18,8 +18,8 @@ import pytest
 from patcher.diagnose import stacks
 from tests import images, realdata
 from tests.conftest import need, need_image, torch_venv
-from tests.diagnosing import diagnose_json, running
-from tests.stalling import ANSWER, SCENARIO, TAG, children, in_torch, inside, printed, reaches
+from tests.diagnosing import running
+from tests.stalling import ANSWER, SCENARIO, TAG, children, diagnosed_at, in_torch, inside, printed, reaches
 
 pytestmark = [pytest.mark.e2e]
 
@@ -36,9 +36,7 @@ def test_a_lock_held_by_its_real_path_while_waited_on_through_a_symlink_names_it
         with in_torch(
             tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(tmp_path / "link")
         ) as waiter:
-            reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
-            code, report, _ = diagnose_json(str(waiter.pid))
-            (entry,) = report["processes"]
+            code, report, entry = diagnosed_at(waiter.pid, "wait", "torch/utils/file_baton.py")
             assert code == 6 and entry["finding"] == "jit-lock-held", report
             assert entry["evidence"]["lock"]["path"] == str(tmp_path / "link" / "x" / "lock")
             assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [builder.pid]
@@ -54,9 +52,7 @@ def test_a_marker_a_live_process_made_and_closed_is_named_and_never_removed(tmp_
         printed(tmp_path, "mark", "marked")
         with in_torch(tmp_path, "marker", "marker", str(marker)) as waiter:
             printed(tmp_path, "marker", "waiting")
-            reaches(waiter.pid, "marker", "stalls.py")
-            code, report, _ = diagnose_json(str(waiter.pid))
-            (entry,) = report["processes"]
+            code, report, entry = diagnosed_at(waiter.pid, "marker", "stalls.py")
             assert code == 6 and (entry["finding"], entry["id"]) == ("marker-wait", "TL-D106"), entry
             said = entry["message"]
             assert f"for the file {marker} to vanish" in said and "owned by root" in said, said
@@ -72,9 +68,9 @@ def test_a_soft_file_lock_held_names_its_holder(tmp_path: Path) -> None:
         printed(tmp_path, "holder", "acquired")
         with in_torch(tmp_path, "waiter", "soft", str(lock)) as waiter:
             printed(tmp_path, "waiter", "waiting")
-            reaches(waiter.pid, "_poll_until_acquired", "filelock/_core/_acquire.py")
-            code, report, _ = diagnose_json(str(waiter.pid))
-            (entry,) = report["processes"]
+            code, report, entry = diagnosed_at(
+                waiter.pid, "_poll_until_acquired", "filelock/_core/_acquire.py"
+            )
             assert code == 6 and entry["finding"] == "jit-lock-held", report
             assert entry["evidence"]["lock"]["protocol"] == "soft"
             assert f"filelock's SoftFileLock {lock}," in entry["message"], entry["message"]
@@ -90,9 +86,7 @@ def test_a_soft_file_lock_left_behind_is_removed_by_the_step_as_printed(tmp_path
     lock.touch()
     with in_torch(tmp_path, "waiter", "soft", str(lock)) as waiter:
         printed(tmp_path, "waiter", "waiting")
-        reaches(waiter.pid, "_poll_until_acquired", "filelock/_core/_acquire.py")
-        code, report, _ = diagnose_json(str(waiter.pid))
-        (entry,) = report["processes"]
+        code, report, entry = diagnosed_at(waiter.pid, "_poll_until_acquired", "filelock/_core/_acquire.py")
         assert code == 6 and (entry["finding"], entry["id"]) == ("soft-lock-stale", "TL-D107"), report
         assert entry["next"] == f"rm -- {shlex.quote(str(lock))}", entry
         subprocess.run(["bash", "-c", entry["next"]], check=True)
@@ -110,9 +104,7 @@ def test_a_lock_path_built_by_a_method_or_an_attribute_is_named_and_the_step_wor
     lock.touch()
     with in_torch(tmp_path, "gate", "gate", how, str(tmp_path)) as waiter:
         printed(tmp_path, "gate", "waiting")
-        reaches(waiter.pid, f"wait_{how}", "stalls.py")
-        code, report, _ = diagnose_json(str(waiter.pid))
-        (entry,) = report["processes"]
+        code, report, entry = diagnosed_at(waiter.pid, f"wait_{how}", "stalls.py")
         assert code == 6 and entry["finding"] == "jit-lock-stale", report
         assert entry["evidence"]["lock"]["path"] == str(lock)
         assert entry["next"].startswith(f"kill {waiter.pid} && rm -- {shlex.quote(str(lock))} && cd ")

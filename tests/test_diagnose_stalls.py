@@ -20,7 +20,18 @@ import pytest
 from patcher.diagnose import locks, procs, stacks
 from tests.conftest import torch_venv
 from tests.diagnosing import argv, diagnose_json, diagnose_text, running
-from tests.stalling import ANSWER, READY, SCENARIO, TAG, children, in_torch, inside, printed, reaches
+from tests.stalling import (
+    ANSWER,
+    READY,
+    SCENARIO,
+    TAG,
+    children,
+    diagnosed_at,
+    in_torch,
+    inside,
+    printed,
+    reaches,
+)
 
 pytestmark = [pytest.mark.e2e]
 
@@ -36,9 +47,7 @@ def test_a_stale_jit_lock_step_followed_as_printed_gets_the_server_ready(tmp_pat
     extensions = _stale_lock(tmp_path)
     lock = extensions / "x" / "lock"
     with in_torch(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
-        reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
-        code, report, _ = diagnose_json(str(waiter.pid))
-        (entry,) = report["processes"]
+        code, report, entry = diagnosed_at(waiter.pid, "wait", "torch/utils/file_baton.py")
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["id"] == "TL-D101", report
         assert (
             f"JIT build lock {lock}" in entry["message"] and "which no process holds open" in entry["message"]
@@ -77,9 +86,7 @@ def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal
     with in_torch(tmp_path, "hold", "hold", str(lock)) as holder:
         printed(tmp_path, "hold", "held")
         with in_torch(tmp_path, "lock", "lock", str(ANSWER), TORCH_EXTENSIONS_DIR=str(extensions)) as waiter:
-            reaches(waiter.pid, "wait", "torch/utils/file_baton.py")
-            code, report, _ = diagnose_json(str(waiter.pid))
-            (entry,) = report["processes"]
+            code, report, entry = diagnosed_at(waiter.pid, "wait", "torch/utils/file_baton.py")
             assert code == 6 and entry["finding"] == "jit-lock-held" and entry["id"] == "TL-D102", report
             assert f"held open by PID {holder.pid} (" in entry["message"], entry["message"]
             assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
@@ -130,9 +137,7 @@ def test_a_stale_lock_in_a_containers_namespaces_read_from_the_host_is_removed_i
     unshared = ["unshare", "--pid", "--fork", "--mount-proc", str(python), str(SCENARIO), TAG, "lock"]
     with running([*unshared, str(ANSWER)], tmp_path, "lock", TORCH_EXTENSIONS_DIR=str(extensions)) as shell:
         (waiter,) = children(shell.pid, 1)
-        reaches(waiter, "wait", "torch/utils/file_baton.py")
-        code, report, _ = diagnose_json(str(waiter))
-        (entry,) = report["processes"]
+        code, report, entry = diagnosed_at(waiter, "wait", "torch/utils/file_baton.py")
         assert code == 6 and entry["finding"] == "jit-lock-stale" and entry["container"], report
         # its namespace's PID 1, which drops a SIGTERM it has no handler for
         step = f"nsenter --target={waiter} --mount -- rm -- {shlex.quote(str(lock))} && kill -KILL {waiter}"
@@ -165,9 +170,7 @@ def test_a_file_baton_copy_in_a_package_of_another_name_is_named_with_its_lock(t
     with in_torch(
         tmp_path, "vendored", "vendored", str(_vendored(tmp_path)), str(tmp_path / "jit")
     ) as waiter:
-        reaches(waiter.pid, "wait", "batonkit/utils.py")
-        code, report, _ = diagnose_json(str(waiter.pid))
-        (entry,) = report["processes"]
+        code, report, entry = diagnosed_at(waiter.pid, "wait", "batonkit/utils.py")
         assert code == 6 and entry["finding"] == "jit-lock-stale", report
         assert entry["evidence"]["lock"]["path"] == str(lock) and f"lock {lock}," in entry["message"]
         assert "FileBaton.wait (utils.py:" in entry["message"] or "wait (utils.py:" in entry["message"]
@@ -188,9 +191,7 @@ def test_an_flock_held_by_another_process_is_named_with_its_holder(
         printed(tmp_path, "flock", "held")
         with in_torch(tmp_path, how, how, str(lock)) as waiter:
             printed(tmp_path, how, "waiting")
-            reaches(waiter.pid, *waits_in)
-            code, report, _ = diagnose_json(str(waiter.pid))
-            (entry,) = report["processes"]
+            code, report, entry = diagnosed_at(waiter.pid, *waits_in)
             assert code == 6 and (entry["finding"], entry["id"]) == ("os-lock-held", "TL-D105"), report
             assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
             assert (

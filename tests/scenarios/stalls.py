@@ -43,6 +43,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 
 def lock(source: str) -> None:
@@ -283,41 +284,31 @@ def _children() -> list[tuple[int, str]]:
     return found
 
 
+# Each scenario by its name: its arguments as given on the command line.
+SCENARIOS: dict[str, Callable[[list[str]], object]] = {
+    "lock": lambda args: lock(args[0]),
+    "hold": lambda args: hold(args[0]),
+    "vendored": lambda args: vendored(args[0], args[1]),
+    "flock-blocked": lambda args: flock_blocked(args[0]),
+    "flock": lambda args: flock(args[0], wait=False),
+    "flocked": lambda args: flock(args[0], wait=True),
+    "baton": lambda args: baton(args[0]),
+    "mark": lambda args: mark(args[0]),
+    "marker": lambda args: marker(args[0]),
+    "soft": lambda args: soft(args[0]),
+    "gate": lambda args: gate(args[0], args[1]),
+    "ranks": lambda args: ranks(args[0]),
+    "rank": lambda args: rank(args[0], int(args[1])),
+    "workers": lambda args: workers(),
+    "compile": lambda args: compile_forever(),
+    "fallback": lambda args: fallback(),
+    "fx": lambda args: fx(args[0], int(args[1])),
+}
+
+
 def main(argv: list[str]) -> int:
-    what, args = argv[2], argv[3:]
-    if what == "lock":
-        lock(args[0])
-    elif what == "hold":
-        hold(args[0])
-    elif what == "vendored":
-        vendored(args[0], args[1])
-    elif what == "flock-blocked":
-        flock_blocked(args[0])
-    elif what in ("flock", "flocked"):
-        flock(args[0], wait=what == "flocked")
-    elif what == "baton":
-        baton(args[0])
-    elif what == "mark":
-        mark(args[0])
-    elif what == "marker":
-        marker(args[0])
-    elif what == "soft":
-        soft(args[0])
-    elif what == "gate":
-        gate(args[0], args[1])
-    elif what == "ranks":
-        return ranks(args[0])
-    elif what == "rank":
-        rank(args[0], int(args[1]))
-    elif what == "workers":
-        workers()
-    elif what == "compile":
-        compile_forever()
-    elif what == "fallback":
-        fallback()
-    elif what == "fx":
-        fx(args[0], int(args[1]))
-    return 0
+    code = SCENARIOS[argv[2]](argv[3:])
+    return code if isinstance(code, int) else 0
 
 
 if __name__ == "__main__":
