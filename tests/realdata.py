@@ -200,8 +200,10 @@ def _build_venv(venv: Path, python: str | Path, requirements: list[str], what: s
 
 
 def _manylinux() -> list[str]:
+    """Every manylinux tag a glibc 2.28 system takes, newest first: pip's --platform takes only the tags
+    it is given (nvidia-nccl-cu13 2.28.9, which torch 2.11.0 pins, is tagged manylinux_2_18 alone)."""
     machine = platform.machine()
-    return [f"manylinux_2_{minor}_{machine}" for minor in (28, 27, 17)] + [f"manylinux2014_{machine}"]
+    return [f"manylinux_2_{minor}_{machine}" for minor in range(28, 16, -1)] + [f"manylinux2014_{machine}"]
 
 
 # What torch requires but `pip download` leaves out, as pip and setuptools are already at hand.
@@ -257,8 +259,9 @@ def torch_venv(version: str) -> Path:
 
 
 # The torch venvs the e2e tests use: 2.10.0 (the ROCm images' release; most tests), 2.13.0 (a CPU
-# build, natively lazy), and the two newest eager releases' CUDA builds.
-VENV_RELEASES = ["2.10.0", "2.13.0", "2.11.0", "2.12.1"]
+# build, natively lazy), the two newest eager releases' CUDA builds, and 2.14.1 (torch's own JIT
+# build lock, a FileLock).
+VENV_RELEASES = ["2.10.0", "2.13.0", "2.11.0", "2.12.1", "2.14.1"]
 
 
 def fetch() -> None:
