@@ -123,6 +123,17 @@ def _children(pid: int, count: int, timeout: float = 120) -> list[int]:
     pytest.fail(f"process {pid} never started {count} processes")
 
 
+def _running(pids: list[int], python: Path, timeout: float = 120) -> None:
+    """Until each of `pids` runs `python` (has exec'd it: a forked shell, or env, does not yet)."""
+    binary, end = os.path.realpath(python), time.monotonic() + timeout
+    while time.monotonic() < end:
+        with suppress(OSError):
+            if all(os.readlink(f"/proc/{pid}/exe") == binary for pid in pids):
+                return
+        time.sleep(0.2)
+    pytest.fail(f"processes {pids} never all ran {binary}")
+
+
 def _in_rendezvous(pids: list[int], timeout: float = 180) -> None:
     """Until every rank has imported torch and sits in init_process_group's rendezvous."""
     from patcher.diagnose import stacks
@@ -153,6 +164,7 @@ def test_ranks_a_shell_started_are_never_an_unrelated_process_of_the_same_shell(
     script = f"for r in 0 1 2 3; do env {job} RANK=$r {rank} $r & done; {exporter} & wait"
     with running(["sh", "-c", script], tmp_path, "ranks") as shell:
         pids = _children(shell.pid, 5)
+        _running(pids, python)  # a child read before its exec would be the shell, whose text names "rank"
         ranks = [p for p in pids if "rank" in Path(f"/proc/{p}/cmdline").read_text()]
         (other,) = set(pids) - set(ranks)
         _in_rendezvous(ranks)
