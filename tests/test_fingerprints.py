@@ -15,6 +15,9 @@ from click.testing import Result
 from tests import realdata
 from tests.conftest import need
 
+# Their outcome does not depend on the Python running pytest (see pyproject.toml's markers).
+pytestmark = pytest.mark.runner_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 RELEASES_FILE = ROOT / "patches" / "lazy_implicit_fallback.releases.json"
 

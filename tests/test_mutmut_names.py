@@ -18,6 +18,9 @@ import pytest
 
 from tests.docs import ROOT
 
+# Their outcome does not depend on the Python running pytest (see pyproject.toml's markers).
+pytestmark = pytest.mark.runner_independent
+
 MUTATED = [
     f"patcher/core/{name}.py"
     for name in ("state", "classify", "plan", "record", "undo", "edits", "canonical", "transform")

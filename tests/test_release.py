@@ -26,6 +26,9 @@ from tests import realdata
 from tests.conftest import need
 from tests.helpers import checkout_copy
 
+# Their outcome does not depend on the Python running pytest (see pyproject.toml's markers).
+pytestmark = pytest.mark.runner_independent
+
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"
 CI_STEP = re.compile(r"\.ci/run (\w+)")
