@@ -141,7 +141,7 @@ def merge_time() -> str:
     """The merge tier alone, warm, as ci_runs.csv last measured it: its wall and its CPU time."""
     latest = {r["measure"]: r["value"] for r in latest_ci_runs()}
     wall, cpu = int(latest["merge_s"]), int(latest["merge_cpu_s"])
-    return f"{wall} s here, warm ({wall // 60} min {wall % 60} s on a loaded machine; {cpu} s of CPU time)"
+    return f"{wall} s here, warm ({wall // 60} min {wall % 60} s; {cpu} s of CPU time; how it was taken: the CSV's note)"
 
 
 def first_command() -> str:
