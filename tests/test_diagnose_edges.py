@@ -5,6 +5,7 @@ before its first dump, and the top-level torch fields of a run over one torch or
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -50,8 +51,6 @@ def test_a_malformed_pid_is_one_sentence_and_a_usage_error(word: str) -> None:
         text.stderr.startswith("torch-lazylog: error: Expected a process ID") and text.stderr.count("\n") == 1
     )
     assert "Usage:" not in text.stderr and repr(word) in text.stderr
-    import json
-
     done = subprocess.run(
         [sys.executable, "-m", "patcher", "diagnose", "--json", "--", word], capture_output=True, text=True
     )
@@ -70,8 +69,6 @@ def _as_root(prefix: list[str], pid: int) -> dict[str, Any]:
         [*prefix, sys.executable, "-m", "patcher", "diagnose", *([str(pid)] if pid else []), "--json"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )  # fmt: skip
-    import json
-
     assert done.returncode == 4, done.stdout + done.stderr
     report: dict[str, Any] = json.loads(done.stdout)
     return report
@@ -151,8 +148,6 @@ def _state(pid: int) -> str:
 def test_a_process_gone_mid_sampling_is_said_to_have_exited(release: Callable[[str], Path]) -> None:
     """Two processes of one torch; the first is killed while py-spy has it stopped for a dump: it is
     said to have exited, the other is sampled to the end, and the run's torch fields are that torch's."""
-    import json
-
     torch_dir = release("2.10.0")
     leaving, staying = loading(torch_dir), loading(torch_dir)
     with _running(leaving, staying):
@@ -188,32 +183,41 @@ def test_the_top_level_torch_fields_are_null_over_two_torches(release: Callable[
     assert (report["release"], report["match"]) == ("2.9.1", "exact"), report
 
 
-def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
-    release: Callable[[str], Path], tmp_path: Path
-) -> None:
-    """The process ends between being found and its first dump: one sentence saying it exited
-    before py-spy read its stacks, exit 0 (nothing is stalled; exit 2 means a usage error alone). The tool runs as the single file by a Python with no py-spy
-    beside it, so the py-spy it finds is the one on PATH: the real one behind a script that holds the
-    first dump until the test has killed and reaped the process."""
+def _behind(tmp_path: Path, script: str) -> tuple[list[str], dict[str, str]]:
+    """The tool as the single file, run by a Python with no py-spy beside it, so that the py-spy it
+    finds is the one on PATH: a script (`script`, shell) before the real one. The command, its
+    environment."""
     from patcher import pyz
-    from patcher.diagnose import stacks
     from tests.helpers import build_single_file
 
     single = build_single_file(tmp_path / pyz.NAME)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True)
-    held, go = tmp_path / "held", tmp_path / "go"
     (tmp_path / "bin").mkdir()
     wrapper = tmp_path / "bin" / "py-spy"
-    wrapper.write_text(
-        f'#!/bin/sh\ntouch {held}\nwhile [ ! -e {go} ]; do sleep 0.01; done\nexec {stacks.find()} "$@"\n'
-    )
+    wrapper.write_text(f"#!/bin/sh\n{script}\n")
     wrapper.chmod(0o755)
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    return [str(tmp_path / "venv" / "bin" / "python"), str(single)], env
+
+
+def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
+    release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The process ends between being found and its first dump: one sentence saying it exited
+    before py-spy read its stacks, exit 0 (nothing is stalled; exit 2 means a usage error alone).
+    py-spy is the real one behind a script that holds the first dump until the test has killed and
+    reaped the process."""
+    from patcher.diagnose import stacks
+
+    held, go = tmp_path / "held", tmp_path / "go"
+    tool, env = _behind(
+        tmp_path, f'touch {held}\nwhile [ ! -e {go} ]; do sleep 0.01; done\nexec {stacks.find()} "$@"'
+    )
     leaving = loading(release("2.10.0"))
     with _running(leaving):
         run = subprocess.Popen(
-            [str(tmp_path / "venv" / "bin" / "python"), str(single), "diagnose", str(leaving.pid)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/",
-            env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+            [*tool, "diagnose", str(leaving.pid)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd="/", env=env,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not held.exists():
@@ -229,6 +233,48 @@ def test_a_process_gone_before_its_first_dump_is_said_to_have_exited(
     assert out.endswith(
         "exited before py-spy read its stacks: nothing of it is judged, and it changes no exit code.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("fails", "code", "said"),
+    [
+        pytest.param(1, 1, "", id="once"),
+        pytest.param(99, 4, "Failed to get stack traces", id="always"),
+        pytest.param(-1, 4, "Expected to read process", id="rights"),
+    ],
+)  # fmt: skip
+def test_a_dump_py_spy_fails_on_a_live_process_is_taken_again(
+    release: Callable[[str], Path], tmp_path: Path, fails: int, code: int, said: str
+) -> None:
+    """py-spy fails now and then on a live process ("Failed to get stack traces") where its next
+    read succeeds: one such failure is read again, not reported as py-spy's (exit 4). A py-spy that
+    fails each time is reported after ATTEMPTS tries; one refused for rights, at once. py-spy is the
+    real one behind a script that fails its first FAILS calls (-1: each, as rights refused)."""
+    from patcher.diagnose import stacks
+
+    calls = tmp_path / "calls"
+    error = "Permission denied" if fails < 0 else "Error: Failed to get stack traces"
+    script = (
+        f"echo >>{calls}\n"
+        f'if [ {fails} -lt 0 ] || [ "$(wc -l <{calls})" -le {fails} ]; then echo "{error}" >&2; exit 1; fi\n'
+        f'exec {stacks.find()} "$@"'
+    )
+    tool, env = _behind(tmp_path, script)
+    process = loading(release("2.10.0"))
+    with _running(process):
+        done = subprocess.run(
+            [*tool, "diagnose", str(process.pid), "--json", "--interval", "0"],
+            capture_output=True, text=True, cwd="/", env=env, timeout=120,
+        )  # fmt: skip
+    report = json.loads(done.stdout)
+    assert done.returncode == code == report["exit_code"], report
+    tries = calls.read_text().count("\n")
+    if code == 1:
+        (entry,) = report["processes"]
+        assert entry["samples"] == 3 and tries == 1 + 3, report  # the first dump's second try, then two
+    else:
+        assert said in report["message"], report
+        assert tries == (1 if fails < 0 else stacks.ATTEMPTS), tries
 
 
 def test_a_good_pid_and_a_missing_one_print_the_paragraph_on_stdout_and_one_sentence_on_stderr(

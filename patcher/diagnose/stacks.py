@@ -20,6 +20,7 @@ from pathlib import Path
 from patcher.diagnose.model import Frame, Sample, Stack
 
 TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process
+ATTEMPTS = 3  # tries of one dump that py-spy fails for another reason than rights or TIMEOUT
 
 
 class Missing(Exception):
@@ -77,12 +78,14 @@ def _locals(found: object) -> tuple[tuple[str, str], ...]:
 
 
 class Failed(Exception):
-    """py-spy could not read the process: its last line, and whether rights were the reason."""
+    """py-spy could not read the process: its last line, whether rights were the reason, and whether
+    py-spy gave no answer within TIMEOUT."""
 
-    def __init__(self, reason: str, denied: bool) -> None:
+    def __init__(self, reason: str, denied: bool, timed_out: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.denied = denied
+        self.timed_out = timed_out
 
 
 def dump(spy: str, pid: int, with_locals: bool = False) -> Sample:
@@ -95,7 +98,7 @@ def dump(spy: str, pid: int, with_locals: bool = False) -> Sample:
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        raise Failed(f"py-spy did not answer within {TIMEOUT:.0f} s", False) from exc
+        raise Failed(f"py-spy did not answer within {TIMEOUT:.0f} s", False, timed_out=True) from exc
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.startswith(("Error", "Permission"))]
         reason = (lines or done.stderr.strip().splitlines() or ["no output"])[0]
@@ -106,6 +109,21 @@ def dump(spy: str, pid: int, with_locals: bool = False) -> Sample:
         raise Failed("py-spy printed something other than its JSON dump", False) from exc
 
 
+def _dump_again(spy: str, pid: int, with_locals: bool, interval: float) -> Sample:
+    """One dump, taken again after `interval` when py-spy fails for another reason than rights or
+    its timeout, up to ATTEMPTS times in all: reading a live process, py-spy now and then fails
+    ("Failed to get stack traces") where the next read succeeds, and one such failure is no answer
+    about the process. A process that has ended fails each time."""
+    for _ in range(ATTEMPTS - 1):
+        try:
+            return dump(spy, pid, with_locals)
+        except Failed as failed:
+            if failed.denied or failed.timed_out:
+                raise
+        time.sleep(interval)
+    return dump(spy, pid, with_locals)
+
+
 def series(spy: str, pid: int, count: int, interval: float) -> list[Sample] | Failed:
     """`count` dumps `interval` seconds apart, the last with the frames' locals (what names a lock's
     path): the only dumps a run takes. What was taken before the process ended counts."""
@@ -114,7 +132,7 @@ def series(spy: str, pid: int, count: int, interval: float) -> list[Sample] | Fa
         if index:
             time.sleep(interval)
         try:
-            taken.append(dump(spy, pid, with_locals=index == count - 1))
+            taken.append(_dump_again(spy, pid, index == count - 1, interval))
         except Failed as failed:
             return taken if taken and not failed.denied else failed
     return taken
