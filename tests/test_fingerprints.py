@@ -26,28 +26,33 @@ def _wheels() -> list[str]:
     return [str(need(lambda v=v: realdata.wheel(v))) for v in realdata.ALL_RELEASES]  # type: ignore[misc]
 
 
+# The runner makes the table from every wheel once (each release's graph.py parsed by libcst): the
+# check over every wheel passes under each other CPython below and under the oldest libcst.
+
+
 def test_regenerated_table_is_byte_identical(tmp_path: Path, run: Callable[..., Result]) -> None:
     out = tmp_path / "releases.json"
     result = run("fingerprint", "--output", str(out), *_wheels())
     assert result.exit_code == 0, result.output
     assert out.read_bytes() == RELEASES_FILE.read_bytes()
-    check = run("fingerprint", "--check", *_wheels())
-    assert check.exit_code == 0, check.output
 
 
 def test_check_notices_a_missing_release(run: Callable[..., Result]) -> None:
-    result = run("fingerprint", "--check", *_wheels()[:-1])
+    result = run("fingerprint", "--check", _wheels()[-1])
     assert result.exit_code == 1
     assert "differs from the one these wheels give" in result.stdout
 
 
-def test_readme_table_is_generated_from_patches(run: Callable[..., Result]) -> None:
-    result = run("fingerprint", "--markdown", *_wheels())
-    assert result.exit_code == 0
-    assert result.stdout.count("\n") == len(realdata.ALL_RELEASES) + 2
+def test_readme_table_is_generated_from_patches() -> None:
+    """The release page shows the table `fingerprint --markdown` renders from the shipped releases
+    table, which the wheels regenerate byte for byte above."""
+    from patcher.install import definitions
+    from patcher.install.fingerprint import releases_table
     from tests.docs import pages, text
 
-    assert any(result.stdout in text(page) for page in pages()), "no page shows the release table"
+    table = releases_table(definitions.load().releases)
+    assert table.count("\n") == len(realdata.ALL_RELEASES) + 2
+    assert any(table in text(page) for page in pages()), "no page shows the release table"
 
 
 OTHERS = realdata.other_pythons()
