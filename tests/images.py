@@ -717,13 +717,17 @@ def arm64_tool_image() -> str:
     return _tool_image("linux/arm64", arm64_base)
 
 
-def fetch() -> None:
-    """The stand-in bases with torch 2.10.0 made ahead (`python -m tests.images`): `.ci/run` starts it
-    beside the tests, so their downloads and layers are written while tests that need none run; each
-    is made under its lock, and a test that needs one waits for it."""
+def fetch(part: str = "") -> None:
+    """The stand-in bases with torch 2.10.0 made ahead (`python -m tests.images`), or the arm64 base
+    (`python -m tests.images arm64`: debootstrap's second stage under qemu, minutes from empty
+    caches): `.ci/run` starts both beside the tests, so their downloads and layers are written while
+    tests that need none run; each is made under its lock, and a test that needs one waits for it."""
+    if part == "arm64":
+        arm64_base()
+        return
     rocm_base()
     system_base()
 
 
 if __name__ == "__main__":
-    fetch()
+    fetch(*sys.argv[1:2])

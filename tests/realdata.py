@@ -258,10 +258,10 @@ def torch_venv(version: str) -> Path:
     )
 
 
-# The torch venvs the e2e tests use: 2.10.0 (the ROCm images' release; most tests), 2.13.0 (a CPU
-# build, natively lazy), the two newest eager releases' CUDA builds, and 2.14.1 (torch's own JIT
-# build lock, a FileLock).
-VENV_RELEASES = ["2.10.0", "2.13.0", "2.11.0", "2.12.1", "2.14.1"]
+# The torch venvs the e2e tests use, in the order the e2e tests first need them (fetch makes them in
+# this order): 2.10.0 (the ROCm images' release; most tests), 2.14.1 (torch's own JIT build lock, a
+# FileLock), the two newest eager releases' CUDA builds, and 2.13.0 (a CPU build, natively lazy).
+VENV_RELEASES = ["2.10.0", "2.14.1", "2.11.0", "2.12.1", "2.13.0"]
 
 
 def fetch() -> None:
