@@ -67,9 +67,16 @@ def _engine_up() -> bool:
 
 
 def engine() -> None:
-    """Reach the engine, starting dockerd (as root) when it is installed but not running."""
+    """Reach the engine, starting dockerd (as root) when it is installed but not running: one
+    process starts it, under a lock (the fetch processes and the tests start at once)."""
     if _engine_up():
         return
+    with realdata.cache_lock("dockerd"):
+        if not _engine_up():
+            _start_engine()
+
+
+def _start_engine() -> None:
     dockerd = shutil.which("dockerd")
     if dockerd is None or not Path(DOCKER).exists():
         raise EngineUnavailable("no Docker engine: install Debian's docker.io (`.ci/run` does)")
