@@ -40,3 +40,7 @@ def root() -> Path:
             )
         ready.touch()
     return directory
+
+
+if __name__ == "__main__":
+    root()  # made ahead (`python -m tests.bullseye`): `.ci/run` starts it beside the tests
