@@ -1,6 +1,7 @@
 """diagnose at its edges, on real processes: a malformed PID, a process even root may not read, a
 launcher without torch read as root and as `nobody`, a process that exits while it is sampled or
-before its first dump, and the top-level torch fields of a run over one torch or several."""
+before its first dump, a dump py-spy fails, and the top-level torch fields of a run over one torch
+or several."""
 
 from __future__ import annotations
 
