@@ -134,7 +134,7 @@ def test_a_full_stdout_is_exit_5_after_the_work_is_done(
         pytest.param("fingerprint {wheel}", ExitCode.OK, id="fingerprint-table"),
         pytest.param("fingerprint --markdown {wheel}", ExitCode.OK, id="fingerprint-markdown"),
         pytest.param("fingerprint --json {wheel}", ExitCode.OK, id="fingerprint-json"),
-        pytest.param("fingerprint --check {wheel}", ExitCode.EAGER, id="fingerprint-check-differs"),
+        pytest.param("fingerprint --check {wheel}", ExitCode.DIFFERS, id="fingerprint-check-differs"),
     ],
 )
 def test_a_lost_result_is_one_sentence_on_stderr_for_every_command(

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.runner_independent
 
 MUTATED = [
     f"patcher/core/{name}.py"
-    for name in ("state", "classify", "plan", "record", "undo", "edits", "canonical", "transform")
+    for name in ("state", "classify", "plan", "record", "undo", "edits", "canonical", "transform", "facts")
 ]
 _MAKE = """
 import sys

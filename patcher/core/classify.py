@@ -86,7 +86,7 @@ def one_edit(edit: Edit, spec: PatchSpec) -> bool:
     return edit.old.count(eager) == 1 and edit.new == edit.old.replace(eager, lazy)
 
 
-def by_record(source: bytes, digest: str, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
+def by_undo_record(source: bytes, digest: str, spec: PatchSpec, undo: UndoRecord | None) -> Known | None:
     """Bytes this tool wrote, as its undo record says (a vendor's build, read with libcst when it was
     patched): the record's after-hash is theirs and its one edit's lazy side is in them where it
     says. Patched at that release's site, with no parse: the command the tool image leaves in an
@@ -120,7 +120,7 @@ def classify(
     makes of it when it is eager. A known release, or bytes this tool wrote (its undo record says
     so), is settled by hashes alone; anything else takes one libcst parse, which gives the site and
     the rewrite together."""
-    hit = by_hash(digest, spec, torch_version) or by_record(source, digest, spec, undo)
+    hit = by_hash(digest, spec, torch_version) or by_undo_record(source, digest, spec, undo)
     if hit is not None and hit.kind != "eager":
         return hit, None
     if hit is not None:

@@ -7,14 +7,13 @@ import enum
 
 class ExitCode(enum.IntEnum):
     OK = 0  # apply: patched now, already patched, natively lazy; verify: lazy; revert: done or nothing to do
-    # verify and diagnose: the installed torch still formats the text eagerly (or is inconsistent);
-    # fingerprint --check: the releases table differs from the shipped one
-    EAGER = 1
+    EAGER = 1  # verify and diagnose: the installed torch still formats the text eagerly
     USAGE = 2  # bad command line (click's own code)
     REFUSED = 3  # a source this tool does not know, or a file changed since apply; nothing written
     ENVIRONMENT = 4  # torch not found, not writable, broken install; nothing written
     OUTPUT = 5  # the result could not be printed (stdout closed or full); the work itself is done
     STALLED = 6  # diagnose: a process waits on a stall other than the eager formatting (a lock, ranks)
+    DIFFERS = 7  # fingerprint --check: the shipped releases table differs from the one the wheels give
     INTERRUPTED = 130  # SIGINT (Ctrl-C): files are each pristine or patched; verify tells which
     TERMINATED = 143  # SIGTERM: the same
 
@@ -31,4 +30,5 @@ EXIT_CODE_HELP = """Exit codes:
   5  the result could not be printed (stdout closed or full)
   6  diagnose: a process waits on another stall (a JIT build lock, ranks out of
      step, compile workers gone); 1 outranks it
+  7  fingerprint --check: the shipped releases table differs from the wheels'
   130, 143  interrupted by SIGINT or SIGTERM (files each whole)"""

@@ -3,7 +3,8 @@
 graph.py is judged against the release table (patcher.core.classify); the undo record is a claim,
 believed only when its before/after are a known release's pristine/patched pair or differ by the
 one edit, when the bytes on disk are one of the two, and when the mode and mtime it would restore
-are ones graph.py could have had. RECORD's row is compared with the bytes in every state.
+are ones graph.py could have had. RECORD's row is compared with the bytes in every state, and each of
+the target's own pycs with graph.py (`stale`: a pyc Python would not run, or would run in its place).
 """
 
 from __future__ import annotations
@@ -39,6 +40,24 @@ class Reading(NamedTuple):
     def stale_unchecked(self) -> bool:
         """An unchecked-hash pyc among the stale ones: Python runs it instead of graph.py."""
         return any(p.mode == "unchecked-hash" for p in self.stale)
+
+
+def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
+    """True when this pyc does not describe `source` (what Python checks, and for unchecked, what it skips)."""
+    if pyc.mode == "timestamp":
+        recorded_mtime = int.from_bytes(pyc.header[8:12], "little")
+        recorded_size = int.from_bytes(pyc.header[12:16], "little")
+        return (recorded_mtime, recorded_size) != (int(mtime) & 0xFFFFFFFF, len(source) & 0xFFFFFFFF)
+    if pyc.mode in ("checked-hash", "unchecked-hash"):
+        return hash_of_source is None or pyc.header[8:16].hex() != hash_of_source
+    return True
+
+
+def stale_pycs(snap: Snapshot) -> tuple[Pyc, ...]:
+    """The target's own pycs (its interpreter's cache tag) that do not describe graph.py."""
+    mtime = snap.graph_stat.mtime_ns / 1e9
+    own = (p for p in snap.pycs if p.tag == snap.own_tag)
+    return tuple(p for p in own if stale(p, snap.graph, mtime, snap.source_hashes.get(p.header[:4])))
 
 
 def plausible(change: FileChange, now_ns: int | None) -> bool:
@@ -95,7 +114,7 @@ def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
     return original
 
 
-def _kind(known: Known, found: list[Row] | None, original: bytes | None, listed: bool) -> Kind:
+def _graph_kind(known: Known, found: list[Row] | None, original: bytes | None, listed: bool) -> Kind:
     """graph.py's Kind: classify's where the bytes decide it; a lazy branch known by its site
     (classify's "lazy") is patched when RECORD names its original or lists the undo record (only an
     apply leaves either), else native: it ships lazy."""
@@ -114,7 +133,7 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     listed = (
         undo_row is not None and snap.record is not None and bool(record.rows(snap.record, undo_row, base))
     )
-    kind = _kind(known, found, original, listed)
+    kind = _graph_kind(known, found, original, listed)
     if kind == "native" and fit != "after":
         original = None  # a file that ships lazy has no original of this tool's making
     row_fit = record.fit(found, snap.graph)
@@ -124,4 +143,4 @@ def reading_of(snap: Snapshot, spec: PatchSpec, known: Known, undo_row: str | No
     names_original, names_patched = record.names(found, original), record.names(found, patched)
     name = state.name_state(kind, fit, names_original, names_patched)
     record_row = found[0] if found else None  # the one row: more or none is damage (above)
-    return Reading(name, known, fit, row_fit, tuple(snap.stale_pycs()), original, record_row, newer_undo)
+    return Reading(name, known, fit, row_fit, stale_pycs(snap), original, record_row, newer_undo)

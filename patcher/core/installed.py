@@ -101,19 +101,3 @@ class Snapshot(NamedTuple):
     source_hashes: dict[bytes, str]  # graph.py's hash under each hash-based own pyc's magic number
     leftovers: tuple[Path, ...]
     record_base: str = ""  # the directory holding the dist-info, which RECORD's relative rows start from
-
-    def stale_pycs(self) -> list[Pyc]:
-        mtime = self.graph_stat.mtime_ns / 1e9
-        own = (p for p in self.pycs if p.tag == self.own_tag)
-        return [p for p in own if stale(p, self.graph, mtime, self.source_hashes.get(p.header[:4]))]
-
-
-def stale(pyc: Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
-    """True when this pyc does not describe `source` (what Python checks, and for unchecked, what it skips)."""
-    if pyc.mode == "timestamp":
-        recorded_mtime = int.from_bytes(pyc.header[8:12], "little")
-        recorded_size = int.from_bytes(pyc.header[12:16], "little")
-        return (recorded_mtime, recorded_size) != (int(mtime) & 0xFFFFFFFF, len(source) & 0xFFFFFFFF)
-    if pyc.mode in ("checked-hash", "unchecked-hash"):
-        return hash_of_source is None or pyc.header[8:16].hex() != hash_of_source
-    return True

@@ -15,7 +15,7 @@ from patcher.core.classify import Known, base_version
 from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice, Next, State, Support
-from patcher.core.state import LAZY, Problem, has
+from patcher.core.state import LAZY, Defect, has
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ DESCRIPTION: dict[State, str] = {
     "unknown": "graph.py is not one torch-lazylog knows",
 }
 
-PROBLEM: dict[Problem, str] = {
+DEFECT: dict[Defect, str] = {
     "record-row": "RECORD's row for graph.py names other bytes than the file's",
     "stale-unchecked-pyc": "{pyc} is a stale unchecked-hash pyc: Python runs it instead of the source",
 }

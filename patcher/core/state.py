@@ -76,7 +76,7 @@ def name_state(kind: Kind, fit: Fit, row_names_original: bool, row_names_patched
 
 
 class Rule(NamedTuple):
-    """verify's verdict on a state: its exit code and the next step."""
+    """verify's rule for a state: its exit code and the next step."""
 
     code: ExitCode = ExitCode.OK
     next: Next | None = None
@@ -144,13 +144,13 @@ def has(state: State, trait: Trait) -> bool:
 
 TABLES = {"apply": APPLY, "revert": REVERT}
 
-Problem = Literal["record-row", "stale-unchecked-pyc"]
+Defect = Literal["record-row", "stale-unchecked-pyc"]
 
 
-def verdict(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tuple[Problem, ...]]:
+def verify_rule(state: State, row: RowFit, stale_unchecked: bool) -> tuple[Rule, tuple[Defect, ...]]:
     """verify's rule, with what it finds beyond the state in every state: RECORD's row for graph.py
     not describing it, and a stale unchecked pyc of a lazy source, which runs the eager code."""
-    found: tuple[Problem, ...] = ()
+    found: tuple[Defect, ...] = ()
     if row == "other" and not has(state, "interrupted"):
         found = ("record-row",)
     rule = VERIFY[state]

@@ -98,7 +98,7 @@ class UndoRecord(NamedTuple):
         return (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
 
     @classmethod
-    def parse(cls, raw: bytes, patch_id: str, graph_row: str, record_row: str | None) -> UndoRecord:
+    def parse(cls, raw: bytes, patch_id: str, graph_row: str, record_path: str | None) -> UndoRecord:
         """Validate everything; a ValueError says what is wrong."""
         data = _load(raw)
         version = data.get("version")  # one this tool reads: a number (never true or false) in range
@@ -121,7 +121,9 @@ class UndoRecord(NamedTuple):
             release=release,
             match=match,
             graph_change=FileChange.from_json(data.get("graph"), graph_row),
-            record_change=FileChange.from_json(raw_record, record_row) if record_row and raw_record else None,
+            record_change=FileChange.from_json(raw_record, record_path)
+            if record_path and raw_record
+            else None,
         )
 
 

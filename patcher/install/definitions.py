@@ -7,8 +7,8 @@ from pathlib import Path
 from patcher.core.spec import PATCH_NAME, PatchSpec, parse
 
 
-def _read(name: str) -> str:
-    """A patch definition, wherever the package is: installed (pyproject maps the checkout's top-level
+def text(name: str) -> str:
+    """A file of patches/ (a patch definition, diagnose's findings table), wherever the package is: installed (pyproject maps the checkout's top-level
     patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
     files are read directly (importlib.resources costs verify more than its own work); anything
     else through importlib.resources."""
@@ -27,4 +27,4 @@ def _read(name: str) -> str:
 
 
 def load() -> PatchSpec:
-    return parse(PATCH_NAME, _read)
+    return parse(PATCH_NAME, text)

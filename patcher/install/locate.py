@@ -136,7 +136,7 @@ def _for_torch_dir(python: str | None, directory: Path) -> tuple[Interpreter, Fo
     return probed, found
 
 
-def _kind(path: Path) -> str:
+def _file_type(path: Path) -> str:
     """What a path that is not a regular file is, through links: a FIFO, a device, a directory..."""
     import stat
 
@@ -161,7 +161,7 @@ def _check_tree(directory: Path, spec: PatchSpec) -> Path:
         return graph
     if graph.exists() or graph.is_symlink():  # something else, in a directory
         raise environment(
-            f"Expected {spec.file} in {directory} to be a regular file, found {_kind(graph)} at {graph}",
+            f"Expected {spec.file} in {directory} to be a regular file, found {_file_type(graph)} at {graph}",
             Hint(("Nothing was read or written: reinstall torch to restore graph.py, or ", _SITE_PACKAGES)),
         )
     found_text = (

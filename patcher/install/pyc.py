@@ -36,7 +36,7 @@ def cache_dirs(source: Path, pycache_prefix: str | None) -> list[Path]:
     return dirs
 
 
-def _read(path: Path, tag: str, optimize: int) -> Pyc | None:
+def _pyc_at(path: Path, tag: str, optimize: int) -> Pyc | None:
     try:
         with open(path, "rb") as handle:
             header = handle.read(16)
@@ -59,7 +59,7 @@ def find(source: Path, pycache_prefix: str | None) -> list[Pyc]:
             continue
         for name in names:
             named = _named(name, stem)
-            item = _read(directory / name, *named) if named else None
+            item = _pyc_at(directory / name, *named) if named else None
             found += [item] if item else []
     return found
 

@@ -112,15 +112,15 @@ def verify_unlocked(target: Target, spec: PatchSpec) -> Report:
     apply (it says instead when one held the lock while it read)."""
     snap, reading, _ = read_install(target, spec)
     with keeping("verify", target, snap, reading):
-        return _verdict(target, spec, snap, reading)
+        return _verify_report(target, spec, snap, reading)
 
 
-def _verdict(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
-    rule, found = state.verdict(reading.state, reading.row_fit, reading.stale_unchecked)
+def _verify_report(target: Target, spec: PatchSpec, snap: Snapshot, reading: Reading) -> Report:
+    rule, found = state.verify_rule(reading.state, reading.row_fit, reading.stale_unchecked)
     if rule.code == ExitCode.REFUSED:
         raise refusal("verify", target, spec, snap, reading)
     stale = [str(p.path) for p in reading.stale if p.mode == "unchecked-hash"]
-    texts = [messages.PROBLEM[p].format(pyc=", ".join(stale)) for p in found]
+    texts = [messages.DEFECT[p].format(pyc=", ".join(stale)) for p in found]
     message = messages.verify(reading, target, texts, rule.code == ExitCode.EAGER)
     shown = report("verify", target, snap, reading, message)
     return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))

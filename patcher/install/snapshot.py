@@ -54,9 +54,9 @@ def _undo(target: Target, spec: PatchSpec, has_record: bool) -> tuple[UndoRecord
         return None, None
     except OSError as exc:
         raise environment(f"Could not read the undo record {target.undo_path}: {exc.strerror}") from exc
-    record_row = f"{target.dist_info.name}/RECORD" if target.dist_info and has_record else None
+    record_path = f"{target.dist_info.name}/RECORD" if target.dist_info and has_record else None
     try:
-        return UndoRecord.parse(raw, spec.id, spec.graph_row, record_row), raw
+        return UndoRecord.parse(raw, spec.id, spec.graph_row, record_path), raw
     except ValueError:  # a record that does not parse proves nothing either: decided from the bytes
         return None, raw
 

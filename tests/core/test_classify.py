@@ -338,7 +338,7 @@ def test_bytes_the_tool_wrote_are_known_by_its_record_without_a_parse(
 ) -> None:
     """The tool image's command verifies a vendor build it patched with no libcst in the image."""
     patched, undo = _vendor_record()
-    hit = classify_module.by_record(patched, sha(patched), spec, undo)
+    hit = classify_module.by_undo_record(patched, sha(patched), spec, undo)
     assert hit is not None and hit.release is not None
     assert (hit.kind, hit.release.version, hit.match) == ("patched", "9.0.0", "site")
 
@@ -363,16 +363,17 @@ def test_a_record_that_does_not_describe_the_bytes_settles_nothing(
     spec: PatchSpec, bend: dict[str, object], why: str
 ) -> None:
     patched, undo = _vendor_record(**bend)  # type: ignore[arg-type]
-    assert classify_module.by_record(patched, sha(patched), spec, undo) is None, why
+    assert classify_module.by_undo_record(patched, sha(patched), spec, undo) is None, why
 
 
 def test_no_record_or_other_bytes_settle_nothing(spec: PatchSpec) -> None:
     patched, undo = _vendor_record()
-    assert classify_module.by_record(patched, sha(patched), spec, None) is None
+    assert classify_module.by_undo_record(patched, sha(patched), spec, None) is None
     assert (
-        classify_module.by_record(patched + b"# edited\n", sha(patched + b"# edited\n"), spec, undo) is None
+        classify_module.by_undo_record(patched + b"# edited\n", sha(patched + b"# edited\n"), spec, undo)
+        is None
     )
-    assert classify_module.by_record(VENDOR, sha(VENDOR), spec, undo) is None
+    assert classify_module.by_undo_record(VENDOR, sha(VENDOR), spec, undo) is None
 
 
 @pytest.mark.parametrize(

@@ -291,18 +291,18 @@ def test_the_same_graph_py_rebuilds_only_its_stale_pycs(spec: PatchSpec) -> None
 def test_the_stale_pycs_are_judged_once(spec: PatchSpec, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each of the target's pycs is judged against graph.py once, when the state is named; the plan
     rebuilds the ones found stale then."""
-    from patcher.core import installed
+    from patcher.core import facts, installed
 
     patched, rec, undone = world.applied()
     snap = world.later(patched, rec, undone)._replace(pycs=_pycs(patched, AFTER_STAT.mtime_ns))
     judged: list[str] = []
-    real = installed.stale
+    real = facts.stale
 
     def counting(pyc: installed.Pyc, source: bytes, mtime: float, hash_of_source: str | None) -> bool:
         judged.append(pyc.path.name)
         return real(pyc, source, mtime, hash_of_source)
 
-    monkeypatch.setattr(installed, "stale", counting)
+    monkeypatch.setattr(facts, "stale", counting)
     planned = _plan(spec, snap, "apply")
     assert [kind for kind, *_ in _pyc_steps(planned)] == ["rebuild", "rebuild", "remove"]
     own = [p.path.name for p in snap.pycs if p.tag == world.TAG]

@@ -174,23 +174,23 @@ def test_the_command_tables() -> None:
 
 
 @pytest.mark.parametrize("name", ALL_STATES)
-def test_verdict_with_what_verify_finds_in_every_state(name: state.State) -> None:
+def test_verify_rule_with_what_verify_finds_in_every_state(name: state.State) -> None:
     interrupted = name in ("apply-interrupted", "revert-interrupted")
     lazy = name in LAZY_STATES
     plain = _verify_rule(VERIFY[name])
     step: Next | None = None if APPLY[name] == ("refuse",) else "apply"  # never a step that refuses
     eager, tidy = state.Rule(EAGER, step), state.Rule(OK, step)
     for row in ("absent", "current", "unhashed"):
-        assert state.verdict(name, row, False) == (plain, ()), row
+        assert state.verify_rule(name, row, False) == (plain, ()), row
     row_found = () if interrupted else ("record-row",)
     with_row = tidy if row_found and plain.code == OK else plain
-    assert state.verdict(name, "other", False) == (with_row, row_found)
+    assert state.verify_rule(name, "other", False) == (with_row, row_found)
     if lazy:  # bytecode that runs the eager code
-        assert state.verdict(name, "current", True) == (eager, ("stale-unchecked-pyc",))
-        assert state.verdict(name, "other", True) == (eager, (*row_found, "stale-unchecked-pyc"))
+        assert state.verify_rule(name, "current", True) == (eager, ("stale-unchecked-pyc",))
+        assert state.verify_rule(name, "other", True) == (eager, (*row_found, "stale-unchecked-pyc"))
     else:
-        assert state.verdict(name, "current", True) == (plain, ())
-        assert state.verdict(name, "other", True) == (with_row, row_found)
+        assert state.verify_rule(name, "current", True) == (plain, ())
+        assert state.verify_rule(name, "other", True) == (with_row, row_found)
 
 
 def test_verify_never_fails_a_lazy_state_and_never_passes_an_eager_one() -> None:

@@ -19,8 +19,8 @@ def _record() -> bytes:
     return world.applied()[2]
 
 
-def _parse(raw: bytes, record_row: str | None = RECORD_ROW) -> UndoRecord:
-    return UndoRecord.parse(raw, world.PATCH_ID, ROW, record_row)
+def _parse(raw: bytes, record_path: str | None = RECORD_ROW) -> UndoRecord:
+    return UndoRecord.parse(raw, world.PATCH_ID, ROW, record_path)
 
 
 def test_a_record_reads_back_field_by_field() -> None:
