@@ -94,3 +94,11 @@ def command(name: str, values: dict[str, str | list[str]], line: int = 0) -> lis
         else:
             argv.append(value)
     return argv
+
+
+def mutated_modules() -> list[str]:
+    """The core modules mutmut mutates, as pyproject.toml's `only_mutate` lists them (read without
+    tomllib, which Python 3.10 lacks)."""
+    listed = re.search(r"^only_mutate = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.M | re.S)
+    assert listed is not None, "pyproject.toml has no only_mutate"
+    return re.findall(r'"patcher/core/(\w+)\.py"', listed[1])

@@ -124,3 +124,20 @@ def test_the_documented_fields_are_the_codes_in_its_order() -> None:
     assert list(FIELDS) == readme_json_fields()
     assert list(Report("apply", "unknown", False, "m.").to_json(None)) == list(FIELDS)
     assert unread("apply", 4, "m.") == Report("apply", "unknown", False, "m.", ExitCode(4)).to_json(None)
+
+
+def test_every_field_of_a_report_is_printed() -> None:
+    """Report.to_json's keys are patcher.core.fields.FIELDS: a field added to the report and not to
+    the contract would be dropped silently, so each is one (its exit code named exit_code)."""
+    from patcher.core.fields import FIELDS
+    from patcher.core.report import Report
+
+    assert {"exit_code" if name == "code" else name for name in Report._fields} == set(FIELDS)
+    full = Report("apply", "patched", True, "m.", torch_dir="/t", problems=("p",), table="x")
+    printed = full.to_json("run apply")
+    assert (printed["torch_dir"], printed["problems"], printed["table"], printed["next"]) == (
+        "/t",
+        ["p"],
+        "x",
+        "run apply",
+    )

@@ -16,15 +16,12 @@ from types import ModuleType
 
 import pytest
 
-from tests.docs import ROOT
+from tests.docs import ROOT, mutated_modules
 
 # Their outcome does not depend on the Python running pytest (see pyproject.toml's markers).
 pytestmark = pytest.mark.runner_independent
 
-MUTATED = [
-    f"patcher/core/{name}.py"
-    for name in ("state", "classify", "plan", "record", "undo", "edits", "canonical", "transform", "facts")
-]
+MUTATED = [f"patcher/core/{name}.py" for name in mutated_modules()]
 _MAKE = """
 import sys
 from pathlib import Path

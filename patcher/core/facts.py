@@ -105,11 +105,13 @@ def _fit(
 
 
 def _original(snap: Snapshot, spec: PatchSpec, known: Known) -> bytes | None:
-    """A lazy graph.py's original by the one edit backwards, when the file is known."""
-    if known.kind not in ("patched", "native", "lazy"):
+    """A patched graph.py's original by the one edit backwards, when the file is known (a lazy branch
+    known by its site may be one: patcher.core.facts._graph_kind). A release that ships lazy has none;
+    an exact match is a release's patched bytes, whose original is that release's."""
+    if known.kind not in ("patched", "lazy"):
         return None
     original = swapped(snap.graph, spec.lazy, spec.eager)
-    if known.match == "exact" and known.kind == "patched" and known.release is not None:
+    if known.match == "exact" and known.release is not None:
         return original if original is not None and sha256(original) == known.release.sha256 else None
     return original
 

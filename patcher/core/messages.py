@@ -15,7 +15,7 @@ from patcher.core.classify import Known, base_version
 from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice, Next, State, Support
-from patcher.core.state import LAZY, Defect, has
+from patcher.core.state import LAZY, UNKNOWN_NEXT, VERIFY, Defect, has, unknown_why
 from patcher.core.undo import UNDO_VERSION
 
 if TYPE_CHECKING:
@@ -257,19 +257,22 @@ def refusal(
     if state == "edited" and snap.undo is not None:
         change = snap.undo.graph_change
         text = edited(target.undo_path, snap.sha256, change.after.sha256, change.before.sha256)
-        return LazylogError(ExitCode.REFUSED, text, state, "reinstall")
+        return LazylogError(ExitCode.REFUSED, text, state, VERIFY[state].next)
     if has(state, "newer") and reading.newer_undo is not None:  # never read, rewritten or removed
         text = newer_refused(command, state, known, where, target.undo_path, reading.newer_undo)
-        return LazylogError(ExitCode.REFUSED, text, state)
+        return LazylogError(ExitCode.REFUSED, text, state, VERIFY[state].next)
     refused = refused_release(*where) if known.cause == "import" else None
     supported = support(spec)
-    next: Next
+    why = unknown_why(refused is not None, vendor)  # the table's next step, by why it is unknown
     if refused is not None:
-        message, next = refused, Advice(upgrade(supported))
-    elif vendor:
-        message, next = unknown(*where, known.reason), Advice(FINGERPRINT)
+        message = refused
     else:
-        message, next = changed_site(*where, known.reason), "reinstall"
+        said = unknown if why == "vendor-build" else changed_site
+        message = said(*where, known.reason)
+    step = UNKNOWN_NEXT[why]
+    next: Next = (
+        step if step == "reinstall" else Advice(upgrade(supported) if step == "upgrade" else FINGERPRINT)
+    )
     return LazylogError(
         ExitCode.REFUSED, message, state, next, nearest_diff=known.nearest_diff or None, support=supported
     )

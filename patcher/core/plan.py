@@ -19,7 +19,7 @@ from patcher.core.installed import FileStat, Pyc, Snapshot, Target
 from patcher.core.record import Row
 from patcher.core.report import State
 from patcher.core.spec import PatchSpec
-from patcher.core.state import LAZY, Action
+from patcher.core.state import LAZY, Action, left
 from patcher.core.steps import ABSENT, Done, PlanStep, Rebuild, Remove, Write
 from patcher.core.undo import FileChange, FileState, UndoRecord
 
@@ -233,7 +233,7 @@ def build(
     undo_removed = end.undo is None and end.undo_changed
     if undo_removed:
         steps.append(Remove(target.undo_path, was_undo))
-    leaves: State = "patched" if end.undo is not None else "ships-lazy" if end.lazy else "pristine"
+    leaves = left(end.undo is not None, end.lazy)
     result = end.graph if end.graph_changed else None
     done = _done(snap, end, pycs, bool(record_steps))._replace(
         undo_written=undo_written, undo_removed=undo_removed

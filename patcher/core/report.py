@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Literal, NamedTuple
 
 from patcher.core.exitcodes import ExitCode
+from patcher.core.fields import FIELDS, LISTS
 
 JsonValue = str | int | float | bool | None | list["JsonValue"] | dict[str, "JsonValue"]
 
@@ -83,30 +84,16 @@ class Report(NamedTuple):
     table: str | None = None  # fingerprint: the releases table (or the docs' table) it made
 
     def to_json(self, next: str | None) -> dict[str, JsonValue]:
-        """`next`: the next step as rendered for the options the user gave."""
-        return {
-            "command": self.command,
-            "state": self.state,
-            "changed": self.changed,
+        """`next`: the next step as rendered for the options the user gave. The fields, in their
+        order, are patcher.core.fields.FIELDS: each the report's own value, but for these."""
+        rendered: dict[str, JsonValue] = {
             "exit_code": int(self.code),
-            "message": self.message,
             "next": next,
-            "torch_version": self.torch_version,
-            "torch_dir": self.torch_dir,
-            "torch_path_entry": self.torch_path_entry,
-            "graph_py": self.graph_py,
-            "sha256": self.sha256,
-            "release": self.release,
-            "match": self.match,
-            "undo_record": self.undo_record,
-            "diff": self.diff,
-            "nearest_diff": self.nearest_diff,
-            "problems": list(self.problems),
-            "pycs": list(self.pycs),
-            "checks": list(self.checks),
             "support": None if self.support is None else _support(self.support),
-            "table": self.table,
         }
+        for name in LISTS:
+            rendered[name] = list(getattr(self, name))
+        return {name: rendered[name] if name in rendered else getattr(self, name) for name in FIELDS}
 
 
 def _support(support: Support) -> dict[str, JsonValue]:

@@ -144,6 +144,37 @@ def has(state: State, trait: Trait) -> bool:
 
 TABLES = {"apply": APPLY, "revert": REVERT}
 
+
+def left(undo_left: bool, lazy: bool) -> State:
+    """The state a plan leaves, named from its result as a read of it would name it: an undo record
+    left describes graph.py, which this tool patched (the plan writes the record so); else graph.py
+    alone, lazy as shipped or eager. RECORD's row is made to describe graph.py: never interrupted."""
+    if undo_left:
+        return name_state("patched", "after", False, False)
+    return name_state("native" if lazy else "eager", "none", False, False)
+
+
+def runtime_eager(state: State) -> State:
+    """The state verify --runtime reports when Inductor's real path formats eagerly: eager bytes'
+    state stands; a lazy state the runtime contradicts is not known."""
+    return "unknown" if state in LAZY else state
+
+
+# Why graph.py is "unknown" (beyond its state: the unknown file's facts), first that holds: a release
+# series the fix cannot reach; a vendor's build no index has; else a release's graph.py changed.
+Unknown = Literal["refused-release", "vendor-build", "changed-release"]
+# The next step of each: a person's step (upgrade torch, fingerprint the build) or a command's.
+UNKNOWN_NEXT: dict[Unknown, Literal["upgrade", "fingerprint", "reinstall"]] = {
+    "refused-release": "upgrade",
+    "vendor-build": "fingerprint",
+    "changed-release": "reinstall",
+}
+
+
+def unknown_why(refused_release: bool, vendor: bool) -> Unknown:
+    return "refused-release" if refused_release else "vendor-build" if vendor else "changed-release"
+
+
 Defect = Literal["record-row", "stale-unchecked-pyc"]
 
 

@@ -75,15 +75,14 @@ def add_checks(target: Target, report: Report, static: str) -> Report:
     failed = [c for c in result["checks"] if not c["passed"]]
     all_checks = (static_check, *result["checks"])
     if failed:  # the runtime finding comes first
-        from patcher.core.state import LAZY
+        from patcher.core.state import runtime_eager
 
         found = "; ".join(str(c["detail"]) for c in failed)
         message = (
             "Expected Inductor's real implicit-fallback path to format the operator text only when the "
             f"line is emitted, but the runtime check found: {found}. Static check: {report.message}"
         )
-        # The bytes' state stands when they are eager; a lazy state the runtime contradicts is unknown.
-        state = "unknown" if report.state in LAZY else report.state
+        state = runtime_eager(report.state)
         code = max(report.code, ExitCode.EAGER)
         return report._replace(message=message, state=state, code=code, checks=all_checks)
     message = (

@@ -346,3 +346,42 @@ def test_a_refusal_s_sentence_and_step_come_from_the_core(
     else:
         assert refused.next == step
     assert (refused.support is None) == (name == "edited")
+
+
+@pytest.mark.parametrize(
+    ("undo_left", "lazy", "leaves"),
+    [
+        (True, True, "patched"),
+        (True, False, "patched"),
+        (False, True, "ships-lazy"),
+        (False, False, "pristine"),
+    ],
+)
+def test_the_state_a_plan_leaves_is_named_by_the_table(undo_left: bool, lazy: bool, leaves: str) -> None:
+    """An undo record left: this tool's patch; none: graph.py alone, lazy as shipped or eager."""
+    assert state.left(undo_left, lazy) == leaves
+
+
+@pytest.mark.parametrize("name", ALL_STATES)
+def test_a_runtime_that_formats_eagerly_leaves_an_eager_state_and_unknows_a_lazy_one(
+    name: state.State,
+) -> None:
+    assert state.runtime_eager(name) == ("unknown" if name in LAZY_STATES else name)
+
+
+@pytest.mark.parametrize(
+    ("refused_release", "vendor", "why", "step"),
+    [
+        (True, True, "refused-release", "upgrade"),
+        (True, False, "refused-release", "upgrade"),
+        (False, True, "vendor-build", "fingerprint"),
+        (False, False, "changed-release", "reinstall"),
+    ],
+)
+def test_an_unknown_files_next_step_is_the_tables_by_why_it_is_unknown(
+    refused_release: bool, vendor: bool, why: str, step: str
+) -> None:
+    """A release series the fix cannot reach comes first (upgrade), then a vendor's build
+    (fingerprint it), else a release's changed graph.py (reinstall)."""
+    found = state.unknown_why(refused_release, vendor)
+    assert (found, state.UNKNOWN_NEXT[found]) == (why, step)
