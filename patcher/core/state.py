@@ -146,12 +146,12 @@ TABLES = {"apply": APPLY, "revert": REVERT}
 
 
 def left(undo_left: bool, lazy: bool) -> State:
-    """The state a plan leaves, named from its result as a read of it would name it: an undo record
-    left describes graph.py, which this tool patched (the plan writes the record so); else graph.py
-    alone, lazy as shipped or eager. RECORD's row is made to describe graph.py: never interrupted."""
-    if undo_left:
-        return name_state("patched", "after", False, False)
-    return name_state("native" if lazy else "eager", "none", False, False)
+    """The state a plan leaves, named by the table from its result as a read of it would name it: an
+    undo record left describes graph.py, which this tool patched (the plan writes the record so);
+    else graph.py alone, lazy as shipped or eager. RECORD's row is made to describe graph.py, so the
+    row's facts that name an interrupted run (name_state's) do not arise."""
+    kind: Kind = "patched" if undo_left else "native" if lazy else "eager"
+    return _BY_KIND_AND_FIT[kind, "after" if undo_left else "none"]
 
 
 def runtime_eager(state: State) -> State:

@@ -213,3 +213,17 @@ def test_records_row_is_judged_against_the_bytes(
 ) -> None:
     snap = world.states()[name][index]
     assert facts.reading_of(snap, spec, _known(spec, snap), world.UNDO_ROW, world.NOW).row_fit == row_fit
+
+
+def test_a_patched_file_without_traces_in_record_keeps_the_original_its_undo_record_names(
+    spec: PatchSpec,
+) -> None:
+    """A vendor build patched where no RECORD is (a distribution package's torch), of a release the
+    table lacks: its lazy branch is known by its site and no RECORD names it patched, so its kind is
+    native, but the undo record that describes it ("after") names its original, which revert restores."""
+    vendor_patched, _, vendor_undo = world.applied(world.VENDOR, release="7.7.7", match="site")
+    snap = world.later(vendor_patched, None, vendor_undo)
+    known = _known(spec, snap)  # a release the table lacks: known by its site, not by the record
+    assert (known.kind, known.match) == ("lazy", "site")
+    reading = facts.reading_of(snap, spec, known, world.UNDO_ROW, world.NOW)
+    assert (reading.state, reading.fit, reading.original) == ("patched", "after", world.VENDOR)
