@@ -78,7 +78,7 @@ CASES: list[tuple[str, int, Callable[[Path], list[str]]]] = [
     ("verify", 4, lambda tmp: ["--python", str(tmp)]),
     ("revert", 4, lambda tmp: ["--python", "/bin/ls"]),
     ("fingerprint", 0, lambda tmp: _wheels(["2.10.0"])),  # one wheel's table
-    ("fingerprint", 1, lambda tmp: ["--check", *_wheels(["2.10.0"])]),
+    ("fingerprint", 7, lambda tmp: ["--check", *_wheels(["2.10.0"])]),
     ("fingerprint", 2, lambda tmp: [str(tmp / "missing.whl")]),
     ("fingerprint", 2, _not_a_torch_wheel),
     ("fingerprint", 3, _a_wheel_without_the_site),
