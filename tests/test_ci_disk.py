@@ -3,12 +3,14 @@ Docker engine hold while a run goes on, and prints the peak as .ci/run's last li
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -19,18 +21,30 @@ ROOT = Path(__file__).resolve().parent.parent
 DISK = ROOT / ".ci" / "disk.py"
 
 
+def _until(log: Path, tree: Path, seen: Callable[[int], bool]) -> None:
+    """Wait for the watcher's next sample of `tree` that `seen` accepts (a sample takes the engine's
+    `docker system df` too: seconds on a loaded machine)."""
+    start = len(log.read_text().splitlines()) if log.exists() else 0
+    for _ in range(600):
+        lines = log.read_text().splitlines()[start:] if log.exists() else []
+        if any(seen(json.loads(line)["bytes"][str(tree)]) for line in lines):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"no such sample of {tree} in a minute")
+
+
 def test_the_peak_is_the_largest_sample_of_a_tree_that_grew_and_shrank(tmp_path: Path) -> None:
     tree, log = tmp_path / "cache", tmp_path / "disk.log"
     tree.mkdir()
     watcher = subprocess.Popen([sys.executable, str(DISK), "watch", str(log), "--every", "0.2", str(tree)])
     try:
-        time.sleep(1)
+        _until(log, tree, lambda taken: taken < 1_000_000)
         (tree / "wheel").write_bytes(b"\1" * 30_000_000)
         (tree / "link").hardlink_to(tree / "wheel")  # one file, counted once
-        time.sleep(1.5)
+        _until(log, tree, lambda taken: taken >= 30_000_000)
         (tree / "link").unlink()
         (tree / "wheel").unlink()
-        time.sleep(1)
+        _until(log, tree, lambda taken: taken < 1_000_000)
     finally:
         watcher.send_signal(signal.SIGTERM)
         assert watcher.wait(timeout=120) == 0
@@ -45,11 +59,10 @@ def test_the_peak_is_the_largest_sample_of_a_tree_that_grew_and_shrank(tmp_path:
 
 
 def test_dockers_sizes_are_read_in_its_decimal_units() -> None:
-    sys.path.insert(0, str(DISK.parent))
-    try:
-        import disk  # type: ignore[import-not-found]
-    finally:
-        sys.path.remove(str(DISK.parent))
+    spec = importlib.util.spec_from_file_location("ci_disk", DISK)
+    assert spec and spec.loader
+    disk = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(disk)
     assert disk.docker_size("15.98GB") == 15_980_000_000
     assert disk.docker_size("1.348GB (100%)") == 1_348_000_000
     assert disk.docker_size("512kB") == 512_000 and disk.docker_size("0B") == 0

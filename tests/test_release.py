@@ -146,6 +146,24 @@ def test_dist_refuses_a_tag_that_is_not_the_version_before_building(tmp_path: Pa
     assert done.returncode == 1 and "the tag v0.0.0 is not" in done.stderr, done.stderr
 
 
+def test_dist_refuses_a_tag_of_another_day_than_the_changelogs_entry(tmp_path: Path) -> None:
+    """The release's date is its tag's: a tag v<version> made on another day (UTC) than CHANGELOG.md's
+    heading for the version gives stops .ci/dist before anything is built, and says how to go on."""
+    clone = _repository_of(tmp_path, "unused")
+    (dated,) = re.findall(
+        rf"^## \[{re.escape(patcher.__version__)}\] - (\S+)$", (ROOT / "CHANGELOG.md").read_text(), re.M
+    )
+    env = {**os.environ, "GIT_COMMITTER_DATE": "2001-02-03T23:30:00-05:00"}  # 2001-02-04 in UTC
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "tag", "-a", "-m", "t", f"v{patcher.__version__}"], check=True, env=env)
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", ".ci/dist", str(out)], cwd=clone, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"the tag v{patcher.__version__} is of 2001-02-04 (UTC), but CHANGELOG.md dates" in done.stderr
+    assert f"'{dated}'" in done.stderr and "python3 .ci/release.py date" in done.stderr
+    assert list(out.iterdir()) == []
+
+
 def _single_file(checkout: Path, out: Path, epoch: str | None) -> bytes:
     env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
     env.update({"SOURCE_DATE_EPOCH": epoch} if epoch else {})
