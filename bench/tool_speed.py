@@ -107,7 +107,7 @@ class Install:
     def where(self) -> str:
         version = _run([str(self.python), "-c", "import platform; print(platform.python_version())"])
         return (
-            f"{self.wheel} in a clean venv of CPython {version.stdout.strip()}, "
+            f"the tool's wheel in a clean venv of CPython {version.stdout.strip()}, "
             f"{platform.system()} {platform.machine()}, {os.cpu_count()} cores"
         )
 

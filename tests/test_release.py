@@ -77,7 +77,9 @@ def test_every_action_is_pinned_to_a_commit_with_its_version_beside_it() -> None
         for line in path.read_text().splitlines():
             if "uses:" not in line:
                 continue
-            match = re.fullmatch(r"\s*(?:- )?uses: ([\w.-]+/[\w.-]+)@([0-9a-f]{40})  # v\d+(\.\d+)*", line)
+            match = re.fullmatch(
+                r"\s*(?:- )?uses: ([\w.-]+/[\w.-]+)(?:/[\w.-]+)*@([0-9a-f]{40})  # v\d+(\.\d+)*", line
+            )
             assert match, f"{path.name}: {line.strip()}"
             pins.setdefault(match[1], set()).add(match[2])
     assert pins and all(len(shas) == 1 for shas in pins.values()), pins
@@ -142,6 +144,24 @@ def test_dist_refuses_a_tag_that_is_not_the_version_before_building(tmp_path: Pa
     env = {**os.environ, "GITHUB_REF_TYPE": "tag", "GITHUB_REF_NAME": "v0.0.0"}
     done = subprocess.run(["bash", ".ci/dist", str(out)], cwd=clone, capture_output=True, text=True, env=env)
     assert done.returncode == 1 and "the tag v0.0.0 is not" in done.stderr, done.stderr
+
+
+def test_dist_refuses_a_tag_of_another_day_than_the_changelogs_entry(tmp_path: Path) -> None:
+    """The release's date is its tag's: a tag v<version> made on another day (UTC) than CHANGELOG.md's
+    heading for the version gives stops .ci/dist before anything is built, and says how to go on."""
+    clone = _repository_of(tmp_path, "unused")
+    (dated,) = re.findall(
+        rf"^## \[{re.escape(patcher.__version__)}\] - (\S+)$", (ROOT / "CHANGELOG.md").read_text(), re.M
+    )
+    env = {**os.environ, "GIT_COMMITTER_DATE": "2001-02-03T23:30:00-05:00"}  # 2001-02-04 in UTC
+    git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "tag", "-a", "-m", "t", f"v{patcher.__version__}"], check=True, env=env)
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", ".ci/dist", str(out)], cwd=clone, capture_output=True, text=True)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert f"the tag v{patcher.__version__} is of 2001-02-04 (UTC), but CHANGELOG.md dates" in done.stderr
+    assert f"'{dated}'" in done.stderr and "python3 .ci/release.py date" in done.stderr
+    assert list(out.iterdir()) == []
 
 
 def _single_file(checkout: Path, out: Path, epoch: str | None) -> bytes:
@@ -217,7 +237,7 @@ def test_the_changelog_gives_this_versions_notes_and_the_readme_links_the_releas
     readme = (ROOT / "README.md").read_text()
     assert "(CHANGELOG.md)" in readme and "(docs/releasing.md)" in readme
     releasing = (ROOT / "docs" / "releasing.md").read_text()
-    assert "sha256sum -c SHA256SUMS" in releasing and "gh attestation verify" in releasing
+    assert "sha256sum --ignore-missing -c SHA256SUMS" in releasing and "gh attestation verify" in releasing
 
 
 def _needs(job: dict[str, Any]) -> set[str]:
@@ -238,9 +258,9 @@ def test_nothing_goes_public_before_the_approved_publish_and_the_tagged_commits_
     release = _workflow("release.yml")
     jobs = release["jobs"]
     assert release["permissions"] == {}
-    assert _needs(jobs["publish"]) == {"dist", "tests"}
-    assert _needs(jobs["image"]) == {"publish"}
-    assert _needs(jobs["forge-release"]) == {"publish", "image"}
+    assert _needs(jobs["publish"]) == {"preflight", "dist", "tests"}
+    assert _needs(jobs["image"]) == {"preflight", "publish"}
+    assert _needs(jobs["forge-release"]) == {"preflight", "publish", "image"}
     assert [name for name, job in jobs.items() if "environment" in job] == ["publish"]
     assert jobs["publish"]["environment"] == "pypi"
     for name, job in jobs.items():
@@ -403,7 +423,7 @@ def test_the_index_page_lands_a_user(artifacts: Path) -> None:
         assert line in description, line
     (registry,) = set(re.findall(r"vars\.(\w+)", (WORKFLOWS / "release.yml").read_text()))
     assert f"`{registry}`" in description
-    owner = source.split("/")[-2]
+    owner = source.split("/")[-2].lower()  # the registry's names are lower case
     assert f"<registry>/{owner}/torch-lazylog:{patcher.__version__}" in description
     links = re.findall(r"\]\(([^)]+)\)", description)
     assert links and all(link.startswith("https://") for link in links), links
@@ -415,8 +435,8 @@ def test_the_index_page_lands_a_user(artifacts: Path) -> None:
 
 
 def test_the_sdist_is_one_a_packager_tests_from(artifacts: Path, tmp_path: Path) -> None:
-    """Unpacked, with the wheel and the test extra installed in a venv (nothing of the checkout),
-    the sdist runs tests/core; it carries CHANGELOG.md."""
+    """Unpacked, with the wheel and its core-test extra installed in a venv (nothing of the checkout),
+    plain `pytest` in the sdist runs: it carries tests/core and no other tests, and CHANGELOG.md."""
     (sdist,) = artifacts.glob("*.tar.gz")
     (wheel,) = artifacts.glob("*.whl")
     with tarfile.open(sdist) as archive:
@@ -425,9 +445,15 @@ def test_the_sdist_is_one_a_packager_tests_from(artifacts: Path, tmp_path: Path)
     assert (tree / "CHANGELOG.md").read_bytes() == (ROOT / "CHANGELOG.md").read_bytes()
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
-    need(lambda: realdata.pip(["install", "-q", f"{wheel}[test]"], "the test extra", venv / "bin" / "python"))
+    shipped = {p.relative_to(tree).parts[:2] for p in (tree / "tests").rglob("*.py")}
+    assert shipped == {("tests", "__init__.py"), ("tests", "core")}, shipped
+    need(
+        lambda: realdata.pip(
+            ["install", "-q", f"{wheel}[core-test]"], "the core-test extra", venv / "bin" / "python"
+        )
+    )
     done = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/core"],
+        [str(venv / "bin" / "pytest"), "-q", "-p", "no:cacheprovider"],
         cwd=tree,
         capture_output=True,
         text=True,
@@ -444,9 +470,19 @@ def test_the_files_verify_commands_of_releasing_md_run_on_what_dist_makes(artifa
     text = (ROOT / "docs" / "releasing.md").read_text()
     block = text.split("## Checking what you pulled", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     lines = [line for line in block.splitlines() if line.strip()]
-    assert "sha256sum -c SHA256SUMS" in lines
+    assert "sha256sum --ignore-missing -c SHA256SUMS" in lines
     done = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=artifacts, capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.count(": OK") == 3, done.stdout
+    # A user who downloaded one file checks that one.
+    (wheel,) = artifacts.glob("*.whl")
+    alone = artifacts.parent / "one-file"
+    alone.mkdir(exist_ok=True)
+    shutil.copy(wheel, alone)
+    shutil.copy(artifacts / "SHA256SUMS", alone)
+    done = subprocess.run(
+        ["sha256sum", "--ignore-missing", "-c", "SHA256SUMS"], cwd=alone, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and done.stdout == f"{wheel.name}: OK\n", done.stdout + done.stderr
     published = {p.name for p in artifacts.iterdir()}
     files = [
         line.split()[3]
