@@ -9,6 +9,7 @@ signalled or removed. No sentence is built here: what could not be read is a nam
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -260,7 +261,7 @@ def resolved(root: str, path: str) -> str:
             done = os.path.dirname(done)
             continue
         try:
-            link = os.readlink(root + done + "/" + part)
+            link = bounded(functools.partial(os.readlink, root + done + "/" + part))
         except OSError:
             done += "/" + part
             continue
