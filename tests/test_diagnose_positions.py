@@ -187,7 +187,7 @@ def test_a_root_holder_an_unprivileged_reader_cannot_read_is_never_called_stale(
         while images.docker("exec", name, "test", "-e", "/gate/lock").returncode and time.monotonic() < end:
             time.sleep(0.5)
         assert images.docker("exec", "-d", name, *python, "baton", "/gate/lock").returncode == 0
-        code, report = 0, {}
+        code, report, waits = 0, {}, []  # type: tuple[int, dict[str, Any], list[dict[str, Any]]]
         while time.monotonic() < end:
             code, report = _diagnosed(name, user="1000")
             waits = [

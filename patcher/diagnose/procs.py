@@ -31,9 +31,10 @@ class NotReadInTime(TimeoutError):
     gone): left to its thread, reported as not read in time (an OSError, as any read that failed)."""
 
 
-def bounded(read: Callable[[], T], seconds: float = BOUND) -> T:
-    """`read()`, or NotReadInTime when it has not returned within `seconds`: run in a daemon thread,
-    which a read that never returns leaves behind without holding up the run or its exit."""
+def bounded(read: Callable[[], T]) -> T:
+    """`read()`, or NotReadInTime when it has not returned within BOUND seconds: run in a daemon
+    thread, which a read that never returns leaves behind without holding up the run or its exit."""
+    seconds = BOUND
     done: list[T] = []
     failed: list[BaseException] = []
 

@@ -252,7 +252,7 @@ def _restart_by_runtime(d: Diagnosed) -> str | None:
     if reach.container:
         return f"docker restart {reach.container}"
     if reach.pod:
-        return f"kubectl delete pod {reach.pod}"
+        return f"kubectl delete pod {reach.pod}" + (f" -n {reach.namespace}" if reach.namespace else "")
     return None
 
 
@@ -420,13 +420,12 @@ def _proof(d: Diagnosed, words: Words) -> tuple[Step, ...]:
         return (Step(f"{diagnose} {d.process.pid}", Where.HERE_AS_ROOT),)
     if "other-hosts" in hidden and lock is not None:
         return (Step(f"fuser -v {shlex.quote(lock.path)}", Where.NODE_ROOT),)
-    init = start is not None and start.init and reach is not None and reach.container
-    pid = (
-        f"$(docker inspect -f '{{{{.State.Pid}}}}' {reach.container})"
-        if init and reach
-        else str(d.process.pid)
-    )
-    return (Step(f"{diagnose} {pid}", Where.NODE_ROOT),)
+    if reach is not None and reach.position is Position.HOST:
+        return (Step(f"{diagnose} {d.process.pid}", Where.NODE_ROOT),)
+    if start is not None and start.init and reach is not None and reach.container:  # its PID there, by name
+        pid = f"$(docker inspect -f '{{{{.State.Pid}}}}' {reach.container})"
+        return (Step(f"{diagnose} {pid}", Where.NODE_ROOT),)
+    return (Step(diagnose, Where.NODE_ROOT),)  # its PID there is not known here: every process with torch
 
 
 def next_step(d: Diagnosed, words: Words) -> str | None:
