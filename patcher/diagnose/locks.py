@@ -169,7 +169,7 @@ def shared_by_hosts(mount: Mount | None) -> bool:
 
 def all_in_view(mount: Mount | None) -> bool:
     """Whether every process that could hold a file on `mount` is in this tool's view."""
-    return not out_of_view(mount, 0, True)
+    return not out_of_view(mount, 0, late=False)
 
 
 def out_of_view(mount: Mount | None, unread: int, late: bool) -> tuple[Hidden, ...]:
@@ -194,8 +194,9 @@ def out_of_view(mount: Mount | None, unread: int, late: bool) -> tuple[Hidden, .
 
 
 def _source(root: str, filename: str) -> str | None:
+    """A frame's source file (bounded: a venv in a home on NFS may not answer)."""
     try:
-        return Path(root + filename).read_text(encoding="utf-8", errors="replace")
+        return procs.bounded(lambda: Path(root + filename).read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return None
 
