@@ -183,8 +183,9 @@ def test_a_stale_lock_read_from_a_debug_container_gets_a_step_that_runs_there(tm
     """The server is its container's PID 1, waiting in torch's FileBaton.wait on a lock a killed
     build left in the container's own root; diagnose runs in a debug container that shares only its
     PID namespace. `nsenter --mount` would fail there (no CAP_SYS_ADMIN) and `kill -KILL 1` is dropped:
-    the step removes the lock through /proc/1/root, and the sentence gives the restart to run from the
-    host (`docker restart ID`, the ID its hostname says). Both, run as printed, get it to take the lock."""
+    the step removes the lock through /proc/1/root, and the next step, in --json too, is the restart
+    to run from the host (`docker restart ID`, the ID its hostname says). Both, run where they say,
+    get it to take the lock."""
     need(images.engine)
     image = need_image(images.rocm_base)
     checkout = Path(__file__).resolve().parent.parent
@@ -211,8 +212,16 @@ def test_a_stale_lock_read_from_a_debug_container_gets_a_step_that_runs_there(tm
         said = entry["message"]
         assert f"from the host, restart its container with `docker restart {host}`" in said, said
         assert "kill" not in entry["next"] and "nsenter" not in said
-        assert _debugging(name, checkout, "sh", "-c", entry["next"]).returncode == 0
-        assert images.docker("restart", host).returncode == 0
+        steps = [(s["where"], s["run"]) for s in entry["steps"]]  # every step, the host's too, as data
+        assert steps == [("here", entry["next"]), ("the host or orchestrator", f"docker restart {host}")]
+        assert entry["position"] == "debug-container", entry
+        for where, run in steps:  # each run where it says
+            ran = (
+                _debugging(name, checkout, "sh", "-c", run)
+                if where == "here"
+                else images.docker(*run.split()[1:])
+            )
+            assert ran.returncode == 0, ran.stderr
         _logged(name, "acquired", 1)
     finally:
         images.docker("rm", "-f", name)

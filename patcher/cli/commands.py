@@ -183,6 +183,7 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"
         text += f"\n{only}: {next}"
+    text += "".join(f"\n{line}" for line in report.then)
     if given.command == "diagnose" and report.problems:  # the processes read, and PIDs it could not read
         return text + "\n", "".join(f"torch-lazylog: error: {p}\n" for p in report.problems)
     if report.code in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.ENVIRONMENT):

@@ -67,6 +67,7 @@ class Report(NamedTuple):
     message: str
     code: ExitCode = ExitCode.OK
     next: Next | None = None  # the one next step, rendered as a line by the command line
+    then: tuple[str, ...] = ()  # diagnose: the steps after it (or instead, when it runs elsewhere), as lines
     torch_version: str | None = None
     torch_dir: str | None = None
     torch_path_entry: str | None = None  # the sys.path entry the target interpreter imports torch from

@@ -32,9 +32,11 @@ from typing import NamedTuple
 from patcher.diagnose import procs, waits
 from patcher.diagnose.model import (
     Frame,
+    Hidden,
     Holder,
     Lock,
     Mount,
+    Position,
     ProcessFacts,
     Protocol,
     Reach,
@@ -110,13 +112,22 @@ def parse_locks(text: str) -> list[OsLock]:
     return found
 
 
+def _stat(path: str) -> os.stat_result:
+    """os.stat, bounded: a file system that does not answer raises procs.NotReadInTime."""
+    return procs.bounded(lambda: os.stat(path))
+
+
 def _identity(path: str) -> tuple[tuple[int, int], int, procs.Identity] | None:
     """The file's device (major, minor) and inode as /proc/locks names them, and its identity."""
     try:
-        st = os.stat(path)
+        st = _stat(path)
     except OSError:
         return None
     return (os.major(st.st_dev), os.minor(st.st_dev)), st.st_ino, (st.st_dev, st.st_ino)
+
+
+def _numbers(device: int) -> tuple[int, int]:
+    return os.major(device), os.minor(device)
 
 
 def initial_pid_namespace() -> bool:
@@ -158,14 +169,34 @@ def shared_by_hosts(mount: Mount | None) -> bool:
 
 def all_in_view(mount: Mount | None) -> bool:
     """Whether every process that could hold a file on `mount` is in this tool's view."""
-    if mount is None or shared_by_hosts(mount):
-        return False
-    return initial_pid_namespace() or (mount.point == "/" and mount.fstype == "overlay")
+    return not out_of_view(mount, 0, late=False)
+
+
+def out_of_view(mount: Mount | None, unread: int, late: bool) -> tuple[Hidden, ...]:
+    """What keeps the holders of a file on `mount` from being proven absent: every process that could
+    hold it must be in this tool's PID namespace and read, by root, and the file itself read. A
+    process that root with CAP_SYS_PTRACE in effect cannot read (a sandbox's init that holds more
+    capabilities) is named in the sentence, but no reader could do better: it does not block the proof."""
+    hidden: list[Hidden] = []
+    if late:
+        hidden.append("not-read-in-time")
+    if mount is None:
+        hidden.append("mount")
+    elif shared_by_hosts(mount):
+        hidden.append("other-hosts")
+    elif not (initial_pid_namespace() or (mount.point == "/" and mount.fstype == "overlay")):
+        hidden.append("pid-namespace")
+    if unread and procs.rights() != "root-ptrace":  # what root with CAP_SYS_PTRACE cannot read, none can
+        hidden.append("unreadable")
+    if os.geteuid() != 0:
+        hidden.append("not-root")
+    return tuple(hidden)
 
 
 def _source(root: str, filename: str) -> str | None:
+    """A frame's source file (bounded: a venv in a home on NFS may not answer)."""
     try:
-        return Path(root + filename).read_text(encoding="utf-8", errors="replace")
+        return procs.bounded(lambda: Path(root + filename).read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return None
 
@@ -277,13 +308,21 @@ def _file(process: ProcessFacts, path: str, protocol: Protocol, waiting: Frame, 
     """A lock file and the processes that hold it open: an fd whose `os.stat` is the file's device
     and inode, by whatever path they opened it (never the path's text)."""
     read_at = reached(process, path)
-    identity = _identity(read_at)
-    pids, unread = seen.holding(identity[2]) if identity else ([], 0)
+    try:
+        late, st = False, _stat(read_at)
+    except procs.NotReadInTime:
+        late, st = True, None
+    except OSError:
+        late, st = False, None
+    identity = (st.st_dev, st.st_ino) if st else None
+    pids, unread = seen.holding(identity) if identity else ([], 0)
     holders = _holders(pids, seen)
     mount = mount_of(process.pid, procs.resolved(process.root, path))
+    hidden = out_of_view(mount, unread, late)
+    age = max(0.0, time.time() - st.st_mtime) if st else None
     return Lock(
-        protocol, path, read_at, _age(read_at), holders, waiting, unread=unread, mount=mount,
-        seen=all_in_view(mount), owner=_owner(read_at),
+        protocol, path, read_at, age, holders, waiting, unread=unread, mount=mount,
+        seen=not hidden, not_in_view=hidden, owner=_owner(read_at) if st else "",
     )  # fmt: skip
 
 
@@ -296,7 +335,7 @@ def reached(process: ProcessFacts, path: str) -> str:
 
 def _owner(read_at: str) -> str:
     try:
-        uid = os.stat(read_at).st_uid
+        uid = _stat(read_at).st_uid
     except OSError:
         return ""
     try:
@@ -315,7 +354,7 @@ def whole_path(root: str, path: waits.Spelling) -> str | None:
 
 def _age(read_at: str) -> float | None:
     try:
-        return max(0.0, time.time() - os.stat(read_at).st_mtime)
+        return max(0.0, time.time() - _stat(read_at).st_mtime)
     except OSError:
         return None
 
@@ -374,8 +413,8 @@ def _blocked(
         return None
     innermost = next((s.frames[0] for s in (samples[-1] if samples else ()) if s.frames), None)
     for fd in open_fds:
-        identity = _identity(str(fds / fd))
-        if identity is not None and identity[:2] in wanted:
+        identity = procs.identity_of(process.pid, fd)  # never a stat: its file system may not answer
+        if identity is not None and (_numbers(identity[0]), identity[1]) in wanted:
             with contextlib.suppress(OSError):
                 lock = _held(process, os.readlink(fds / fd), seen, table, innermost, needs_row=True)
                 if lock is not None:
@@ -431,6 +470,8 @@ def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
     ):
         container = hostname  # Docker names a container's host after its ID unless told otherwise
     pod = hostname if "KUBERNETES_SERVICE_HOST" in env and hostname else None
+    account = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+    namespace = _read(process.root + account).strip() or None if pod else None
     return Reach(
         not process.container,
         _capable(CAP_SYS_ADMIN),
@@ -438,7 +479,31 @@ def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
         not initial_pid_namespace(),
         container,
         pod,
+        namespace,
+        position_of(process.pid),
+        os.geteuid() == 0,
     )
+
+
+def _namespace(pid: int | str, kind: str) -> str | None:
+    """The namespace's link (`pid:[4026531836]`), read bounded: None when it could not be read."""
+    try:
+        return procs.bounded(lambda: os.readlink(f"{PROC}/{pid}/ns/{kind}"))
+    except OSError:
+        return None
+
+
+def position_of(pid: int) -> Position:
+    """Where this tool stands towards the process: the host (the first PID namespace), exec'd into
+    its container (its PID and mount namespaces), a debug container (only its PID namespace), or
+    elsewhere (nested, or namespaces it could not read)."""
+    if initial_pid_namespace():
+        return Position.HOST
+    own = {k: _namespace("self", k) for k in ("pid", "mnt")}
+    theirs = {k: _namespace(pid, k) for k in ("pid", "mnt")}
+    if own["pid"] is None or own["pid"] != theirs["pid"]:
+        return Position.OTHER
+    return Position.EXEC if own["mnt"] is not None and own["mnt"] == theirs["mnt"] else Position.DEBUG
 
 
 def _read(path: str) -> str:

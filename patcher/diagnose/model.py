@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Literal, NamedTuple
 
 from patcher.core.exitcodes import ExitCode
@@ -147,9 +148,27 @@ class Lock(NamedTuple):
     os: str = ""  # the OS lock's type in /proc/locks (FLOCK, POSIX); '' for none there (or no OS lock)
     owner: str = ""  # the file's owner (user name, else uid), for a marker
     mount: Mount | None = None
-    # Every process that could hold it is in view: this tool reads the host's initial PID namespace, or
-    # the lock is on its container's own root; and it is not on a network or cluster filesystem.
+    # Every process that could hold it is in view and was read: this tool reads the host's initial PID
+    # namespace, or the lock is on its container's own root; it is not on a network or cluster
+    # filesystem; every process's open files were read, by root. Else `not_in_view` names what was not.
     seen: bool = True
+    not_in_view: tuple[Hidden, ...] = ()
+
+
+# What keeps a lock's holders from being proven absent (Lock.not_in_view): processes whose open files
+# could not be read; a reader that is not root (another user's process may hide from it); processes
+# outside this tool's PID namespace; other hosts (a network filesystem); a mount that could not be
+# read; the lock file itself not read in time (its file system does not answer).
+Hidden = Literal["unreadable", "not-root", "pid-namespace", "other-hosts", "mount", "not-read-in-time"]
+
+
+class Position(Enum):
+    """Where diagnose stands towards a process, from its own and the process's namespaces."""
+
+    HOST = "host"  # the node's first PID namespace: every local process in view
+    EXEC = "exec"  # shares the process's PID and mount namespaces (docker exec, kubectl exec)
+    DEBUG = "debug-container"  # shares only its PID namespace (docker run --pid container:ID)
+    OTHER = "other"  # nested, or a namespace of its own that the process is not in
 
 
 class Reach(NamedTuple):
@@ -161,6 +180,9 @@ class Reach(NamedTuple):
     own_pid_namespace: bool  # diagnose runs in a PID namespace of its own: processes outside are not in view
     container: str | None  # `docker restart NAME` names it (a Docker container's ID, from its cgroup)
     pod: str | None  # `kubectl delete pod NAME` (a Kubernetes pod, from its cgroup and hostname)
+    namespace: str | None = None  # the pod's Kubernetes namespace (its service account's, when mounted)
+    position: Position = Position.HOST
+    root: bool = True  # the reader's effective uid is 0
 
 
 class Start(NamedTuple):

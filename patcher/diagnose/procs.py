@@ -9,9 +9,12 @@ signalled or removed. No sentence is built here: what could not be read is a nam
 
 from __future__ import annotations
 
+import functools
 import os
+import threading
 import time
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple, TypeVar
 
 from patcher.diagnose.model import Launch, ProcessFacts, Start, Unreadable, Workers
 
@@ -19,6 +22,36 @@ PROC = "/proc"
 DELETED = " (deleted)"
 CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
 Identity = tuple[int, int]  # a file's (st_dev, st_ino): the same file whatever its spelling
+BOUND = 2.0  # seconds: the longest a read that may wait on a file system (a stat, a readlink) is given
+T = TypeVar("T")
+
+
+class NotReadInTime(TimeoutError):
+    """A read that waits on a file system that does not answer (a FUSE daemon stopped, an NFS server
+    gone): left to its thread, reported as not read in time (an OSError, as any read that failed)."""
+
+
+def bounded(read: Callable[[], T]) -> T:
+    """`read()`, or NotReadInTime when it has not returned within BOUND seconds: run in a daemon
+    thread, which a read that never returns leaves behind without holding up the run or its exit."""
+    seconds = BOUND
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            done.append(read())
+        except BaseException as exc:  # handed to the caller as it is
+            failed.append(exc)
+
+    thread = threading.Thread(target=work, daemon=True, name="bounded-read")
+    thread.start()
+    thread.join(seconds)
+    if failed:
+        raise failed[0]
+    if not done:
+        raise NotReadInTime(f"not read in time ({seconds:g} s)")
+    return done[0]
 
 
 class Seen(NamedTuple):
@@ -83,22 +116,48 @@ def _booted() -> float:
     return time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
 
 
-def _files(pid: int) -> frozenset[Identity] | None:
-    place = f"{PROC}/{pid}/fd"
+def _files(pid: int, devices: dict[str, dict[int, int]]) -> frozenset[Identity] | None:
+    """Its open files by device and inode, from /proc/PID/fdinfo (`mnt_id:`, `ino:`) and the mount
+    IDs of its /proc/PID/mountinfo: nothing here asks a file system (a stat of /proc/PID/fd/N does,
+    and never returns on a dead FUSE or NFS mount). `devices`: each mount namespace's table, read once."""
+    place = f"{PROC}/{pid}/fdinfo"
     try:
         fds = os.listdir(place)
     except PermissionError:
         return None
     except OSError:
         return frozenset()
-    found = set()
-    for fd in fds:
-        try:
-            st = os.stat(f"{place}/{fd}")
-        except OSError:
-            continue  # closed meanwhile
-        found.add((st.st_dev, st.st_ino))
-    return frozenset(found)
+    mounts = _devices(pid, devices)
+    return frozenset(i for fd in fds if (i := _fd_identity(pid, fd, mounts)) is not None)
+
+
+def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
+    """An fd's file by device and inode; None for a pipe or socket (on no mount of the table)."""
+    lines = (_read(f"{PROC}/{pid}/fdinfo/{fd}") or b"").decode(errors="replace").splitlines()
+    info = dict(line.split(":", 1) for line in lines if ":" in line)
+    mount, inode = info.get("mnt_id", "").strip(), info.get("ino", "").strip()
+    if mount.isdigit() and inode.isdigit() and int(mount) in mounts:
+        return mounts[int(mount)], int(inode)
+    return None
+
+
+def _devices(pid: int, known: dict[str, dict[int, int]]) -> dict[int, int]:
+    """Mount ID -> device number, from the process's /proc/PID/mountinfo (`ID PARENT MAJOR:MINOR ...`)."""
+    space = _link(pid, "ns/mnt") or f"pid {pid}"
+    if space not in known:
+        table = {}
+        for line in (_read(f"{PROC}/{pid}/mountinfo") or b"").decode(errors="replace").splitlines():
+            fields = line.split()
+            if len(fields) > 2 and fields[0].isdigit() and ":" in fields[2]:
+                major, minor = fields[2].split(":", 1)
+                table[int(fields[0])] = os.makedev(int(major), int(minor))
+        known[space] = table
+    return known[space]
+
+
+def identity_of(pid: int, fd: str) -> Identity | None:
+    """One open file of the process by device and inode, read without asking its file system."""
+    return _fd_identity(pid, fd, _devices(pid, {}))
 
 
 def environ(data: bytes | None) -> dict[str, str]:
@@ -106,7 +165,7 @@ def environ(data: bytes | None) -> dict[str, str]:
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
 
 
-def _seen(pid: int, booted: float, tick: int) -> Seen | None:
+def _seen(pid: int, booted: float, tick: int, devices: dict[str, dict[int, int]]) -> Seen | None:
     stat = _read(f"{PROC}/{pid}/stat")
     if stat is None:
         return None  # gone meanwhile
@@ -124,7 +183,7 @@ def _seen(pid: int, booted: float, tick: int) -> Seen | None:
         cpu_ticks=sum(int(v) for v in fields[11:15]),
         argv=argv,
         env=environ(_read(f"{PROC}/{pid}/environ")),
-        files=_files(pid),
+        files=_files(pid, devices),
         wchan="" if wchan == "0" else wchan,
     )
 
@@ -133,14 +192,16 @@ def read() -> ProcTable:
     """Every process now: the one listing of /proc a run makes."""
     booted, tick = _booted(), os.sysconf("SC_CLK_TCK")
     listed = [int(name) for name in os.listdir(PROC) if name.isdigit()]
-    found = {s.pid: s for s in (_seen(pid, booted, tick) for pid in sorted(listed)) if s is not None}
+    devices: dict[str, dict[int, int]] = {}
+    found = {s.pid: s for s in (_seen(pid, booted, tick, devices) for pid in sorted(listed)) if s is not None}
     return ProcTable(found, time.monotonic())
 
 
 def again(table: ProcTable, pids: list[int]) -> ProcTable:
     """The second look at the same processes (their CPU time and state), without listing /proc."""
     booted, tick = _booted(), os.sysconf("SC_CLK_TCK")
-    found = {p: s for p in pids if (s := _seen(p, booted, tick)) is not None}
+    devices: dict[str, dict[int, int]] = {}
+    found = {p: s for p in pids if (s := _seen(p, booted, tick, devices)) is not None}
     return ProcTable(found, time.monotonic())
 
 
@@ -201,7 +262,7 @@ def resolved(root: str, path: str) -> str:
             done = os.path.dirname(done)
             continue
         try:
-            link = os.readlink(root + done + "/" + part)
+            link = bounded(functools.partial(os.readlink, root + done + "/" + part))
         except OSError:
             done += "/" + part
             continue

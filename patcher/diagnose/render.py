@@ -12,13 +12,16 @@ from patcher.diagnose.findings import Catalog
 from patcher.diagnose.model import (
     Finding,
     Frame,
+    Hidden,
     Holder,
     Lock,
+    Position,
     ProcessFacts,
     TorchFacts,
     Unreadable,
     Workers,
 )
+from patcher.diagnose.steps import Step, Where
 
 
 class Words(NamedTuple):
@@ -249,7 +252,7 @@ def _restart_by_runtime(d: Diagnosed) -> str | None:
     if reach.container:
         return f"docker restart {reach.container}"
     if reach.pod:
-        return f"kubectl delete pod {reach.pod}"
+        return f"kubectl delete pod {reach.pod}" + (f" -n {reach.namespace}" if reach.namespace else "")
     return None
 
 
@@ -330,13 +333,29 @@ def _mount(lock: Lock | None) -> str:
 
 
 def _unseen(d: Diagnosed) -> str:
+    """What diagnose could not see, each reason of the lock's `not_in_view` in words."""
     lock = d.finding.evidence.lock
-    if lock is not None and lock.mount is not None and lock.mount.network:
-        return f"it is on {_mount(lock)}, which other hosts may mount"
-    return (
-        "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl exec`), and the "
-        f"lock is on {_mount(lock)}, which other containers or the host may share"
-    )
+    if lock is None:
+        return "?"
+    count = lock.unread
+    said = {
+        "not-read-in-time": f"{lock.read_at} was not read in time (its file system does not answer)",
+        "mount": "the mount it is on could not be read",
+        "other-hosts": f"it is on {_mount(lock)}, which other hosts may mount",
+        "pid-namespace": "diagnose runs in a PID namespace of its own (a container, `unshare`, `kubectl "
+        f"exec`), and the lock is on {_mount(lock)}, which other containers or the host may share",
+        "unreadable": f"{count} process{'es' if count != 1 else ''} could not be read (another user's, "
+        "or without ptrace rights), which may hold it",
+        "not-root": "diagnose does not run as root, so another user's process may hold it unseen",
+    }
+    return "; ".join(said[h] for h in _hidden(lock))
+
+
+def _hidden(lock: Lock) -> tuple[Hidden, ...]:
+    """What kept the lock's holders out of view (a lock made without its reasons: its mount's)."""
+    if lock.not_in_view or lock.seen:
+        return lock.not_in_view
+    return ("other-hosts",) if lock.mount is not None and lock.mount.network else ("pid-namespace",)
 
 
 def _check(d: Diagnosed) -> str:
@@ -359,13 +378,13 @@ def _start(d: Diagnosed) -> str:
     """` && cd DIR && env VAR=... COMMAND`: the start, as it was; '' when it cannot be run from here
     (a process in a container is started again by whoever runs the container)."""
     start = d.finding.evidence.start
-    if start is None or d.process.container or not start.argv:
-        return ""
+    if start is None or d.process.container or not start.argv or _where_step(d):
+        return ""  # a PID 1 here still runs until its runtime restarts it: no second server beside it
     variables = " ".join(f"{k}={shlex.quote(v)}" for k, v in start.variables)
     return f" && cd {shlex.quote(start.cwd)} && {'env ' + variables + ' ' if variables else ''}{shlex.join(start.argv)}"
 
 
-def next_step(d: Diagnosed, words: Words) -> str | None:
+def _first_step(d: Diagnosed, words: Words) -> str | None:
     """The finding's own step; for the torch's findings, apply when its torch on disk is eager."""
     step = words.catalog.by_kind(d.finding.kind).next
     if step is not None:
@@ -373,6 +392,53 @@ def next_step(d: Diagnosed, words: Words) -> str | None:
     if d.finding.code != ExitCode.EAGER:
         return None
     return _apply(d, words)
+
+
+def steps_of(d: Diagnosed, words: Words) -> tuple[Step, ...]:
+    """Every step the finding needs, in order, each with where it runs: its own step here; for a
+    stale lock under a PID 1 that diagnose's own PID namespace holds, the restart by its runtime
+    from the host (a signal from here is dropped, and no second server may start beside it); for a
+    lock not proven stale, the read that can prove it, never a removal."""
+    first = _first_step(d, words)
+    lock = d.finding.evidence.lock
+    if first is None:
+        return _proof(d, words) if lock is not None and d.finding.kind == "jit-lock-unseen" else ()
+    if d.finding.kind == "jit-lock-stale" and _where_step(d):
+        runtime = _restart_by_runtime(d) or "restart its container with its runtime or orchestrator"
+        return Step(first), Step(runtime, Where.HOST)
+    return (Step(first),)
+
+
+def _proof(d: Diagnosed, words: Words) -> tuple[Step, ...]:
+    """The read that can prove a lock left behind, from where every process that could hold it is
+    in view: here as root when only rights were missing; else as root on the node (the host's PID
+    of a container's PID 1 named by its runtime when diagnose knows the container)."""
+    lock, reach, start = d.finding.evidence.lock, d.finding.evidence.reach, d.finding.evidence.start
+    hidden = set(_hidden(lock)) if lock else set()
+    diagnose = f"{words.program} diagnose"
+    if hidden <= {"unreadable", "not-root"} and (reach is None or reach.position is not Position.OTHER):
+        return (Step(f"{diagnose} {d.process.pid}", Where.HERE_AS_ROOT),)
+    if "other-hosts" in hidden and lock is not None:
+        return (Step(f"fuser -v {shlex.quote(lock.path)}", Where.NODE_ROOT),)
+    if reach is not None and reach.position is Position.HOST:
+        return (Step(f"{diagnose} {d.process.pid}", Where.NODE_ROOT),)
+    if start is not None and start.init and reach is not None and reach.container:  # its PID there, by name
+        pid = f"$(docker inspect -f '{{{{.State.Pid}}}}' {reach.container})"
+        return (Step(f"{diagnose} {pid}", Where.NODE_ROOT),)
+    return (Step(diagnose, Where.NODE_ROOT),)  # its PID there is not known here: every process with torch
+
+
+def next_step(d: Diagnosed, words: Words) -> str | None:
+    """The first step, when it runs where diagnose ran (the one `next` of the report and its JSON)."""
+    found = steps_of(d, words)
+    return found[0].run if found and found[0].where is Where.HERE else None
+
+
+def step_lines(d: Diagnosed, words: Words) -> tuple[str, ...]:
+    """The `Next:` lines after the report's own (`next`), each saying where it runs."""
+    found = steps_of(d, words)
+    rest = found[1:] if next_step(d, words) is not None else found
+    return tuple(s.line(first=False) for s in rest)
 
 
 def then_step(d: Diagnosed, words: Words) -> str | None:
@@ -449,7 +515,7 @@ def _frames(frames: tuple[Frame, ...]) -> JsonValue:
 
 
 ENTRY_FIELDS = (
-    "pid", "exit_code", "finding", "id", "message", "next", "command_line", "interpreter", "container",
+    "pid", "exit_code", "finding", "id", "message", "next", "steps", "position", "command_line", "interpreter", "container",
     "torch_dir", "torch_dir_read_at", "torch_version", "state", "samples", "in_formatting", "str_depth",
     "frames", "restart", "evidence", "second",
 )  # fmt: skip
@@ -459,6 +525,7 @@ def _lock(lock: Lock) -> JsonValue:
     mount = lock.mount
     return {"protocol": lock.protocol, "path": lock.path, "owner": lock.owner or None, "read_at": lock.read_at, "age_s": lock.age, "whole": lock.whole,
             "unread": lock.unread, "os": lock.os or None, "all_in_view": lock.seen,
+            "not_in_view": list(lock.not_in_view),
             "mount": {"point": mount.point, "fstype": mount.fstype, "source": mount.source} if mount else None,
             "holders": [{"pid": h.pid, "command_line": h.command, "state": h.state, "wchan": h.wchan}
                         for h in lock.holders]}  # fmt: skip
@@ -512,6 +579,8 @@ def entry(d: Diagnosed, words: Words) -> dict[str, JsonValue]:
         "id": f.id,
         "message": paragraph(d, words),
         "next": next_step(d, words),
+        "steps": [s.json() for s in steps_of(d, words)],
+        "position": f.evidence.reach.position.value if f.evidence.reach else None,
         "command_line": p.command,
         "interpreter": p.interpreter,
         "container": p.container,
@@ -537,6 +606,7 @@ def unreadable_entry(u: Unreadable, words: Words) -> dict[str, JsonValue]:
         "pid": u.pid,
         "exit_code": code,
         "message": unread(u, words.catalog, words.rights),
+        "steps": [],
         "frames": [],
     }
 
@@ -569,6 +639,7 @@ def report(
         text,
         code,
         next=Advice(step) if step else None,
+        then=step_lines(decides, words) if code == decides.finding.code else (),
         torch_version=decides.torch.report.torch_version,
         torch_dir=decides.process.torch_dir,
         graph_py=f"{decides.process.torch_dir}/_inductor/graph.py",
