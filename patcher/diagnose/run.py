@@ -10,7 +10,7 @@ from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import findings, locks, procs, render, stacks, torchstate, verdict
+from patcher.diagnose import claims, findings, locks, procs, render, stacks, torchstate, tracing, verdict
 from patcher.diagnose.findings import Catalog
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts, Unreadable
 from patcher.diagnose.procs import ProcTable
@@ -118,13 +118,19 @@ def _read(
     everyone = sorted([*found, *procs.job_of(found, table)])
     judged = {p.pid for p in everyone}
     trees = {p.pid: [q for q in table.below(p.pid) if q not in judged] for p in everyone}
-    taken = stacks.sample_all(spy, [p.pid for p in everyone], options.samples, options.interval)
+    held = {p.pid: u for p in everyone if (u := tracing.held(p, table)) is not None}  # py-spy fails on them
+    taken = stacks.sample_all(
+        spy, [p.pid for p in everyone if p.pid not in held], options.samples, options.interval
+    )
     after = procs.again(table, [q for p in everyone for q in [p.pid, *trees[p.pid]]])
     os_locks = locks.os_locks()
-    locked = {(os.makedev(*r.device), r.inode) for r in os_locks if not r.blocked}
+    locked = {(os.makedev(*r.device), r.inode) for r in os_locks if not r.blocked and not r.shared}
     torches: dict[str | None, TorchFacts] = {}
     read, problems = [], []
     for process in everyone:
+        if process.pid in held:
+            problems += [held[process.pid]] if process in found else []
+            continue
         exited = procs.gone(process.pid)
         samples = _sampled(process, taken[process.pid], exited)
         if isinstance(samples, Unreadable):
@@ -134,7 +140,7 @@ def _read(
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec, locked)
         wall = after.read_at - table.read_at
         cpu = Cpu(max(0.0, after.cpu_seconds(process.pid) - table.cpu_seconds(process.pid)), wall)
-        lock = locks.waited(process, samples, table, os_locks)
+        lock = claims.waited(process, samples, table) or locks.waited(process, samples, table, os_locks)
         evidence = Evidence(
             lock,
             procs.workers_of(process, table, catalog.helpers),

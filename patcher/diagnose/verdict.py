@@ -174,6 +174,8 @@ def holds(rule: Declaration, found: Finding) -> bool:
         "os": lock is not None and lock.protocol == "kernel",
         "soft": lock is not None and lock.protocol == "soft",
         "marker": lock is not None and lock.protocol == "marker",
+        "strict": lock is not None and lock.protocol == "strict",
+        "unknown": lock is not None and lock.protocol == "unknown",
         "sidecar": workers is not None and workers.sidecar is not None,
         "odd": peers is not None and bool(peers.odd),
         "odd_moving": peers is not None and bool(peers.odd) and all(r.kind in PROGRESS for r in peers.odd),
