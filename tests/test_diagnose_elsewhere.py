@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from patcher.diagnose import findings, render
+from patcher.diagnose.model import Unreadable
 from tests.conftest import torch_venv
 from tests.diagnosing import diagnose_json, running
 from tests.stalling import TAG, diagnosed_at, printed
 
-pytestmark = [pytest.mark.e2e]
 SCENARIO = Path(__file__).parent / "scenarios" / "elsewhere.py"
 
 
@@ -28,6 +29,7 @@ def _in_torch(tmp: Path, name: str, *args: str) -> AbstractContextManager[subpro
     return running([str(python), str(SCENARIO), TAG, *args], tmp, name)
 
 
+@pytest.mark.e2e
 def test_a_strict_soft_file_lock_is_named_and_never_ok_when_its_holder_is_gone(tmp_path: Path) -> None:
     """StrictSoftFileLock's waiter: held by a live holder, it names it; once the holder is killed,
     its claim stays (never broken by age, only by force_break()), and the wait is a stall."""
@@ -68,6 +70,7 @@ def _traced(pid: int) -> Iterator[subprocess.Popen[bytes]]:
         tracer.wait(timeout=30)
 
 
+@pytest.mark.e2e
 def test_a_stopped_and_a_traced_server_are_named_so(tmp_path: Path) -> None:
     """SIGSTOP: named stopped, with the step that resumes it; under strace: named traced, with the
     tracer's PID, before py-spy is tried (py-spy fails on both: 'Failed to get stack traces')."""
@@ -87,6 +90,7 @@ def test_a_stopped_and_a_traced_server_are_named_so(tmp_path: Path) -> None:
             assert "Failed to get stack traces" not in report["message"]
 
 
+@pytest.mark.e2e
 def test_a_verifys_shared_lock_on_the_torch_directory_is_no_writer(tmp_path: Path) -> None:
     """verify takes the torch directory's flock shared (/proc/locks: READ): diagnose meanwhile says
     nothing of a reading taken mid-write."""
@@ -101,3 +105,13 @@ def test_a_verifys_shared_lock_on_the_torch_directory_is_no_writer(tmp_path: Pat
         code, report, _ = diagnose_json(str(server.pid))
         (entry,) = report["processes"]
         assert code in (0, 1) and "mid-write" not in entry["message"], report
+
+
+def test_rights_advice_fits_the_reader() -> None:
+    """Root without CAP_SYS_PTRACE is told to add it; another user never is (it changes nothing for
+    a non-root reader): run as root or as the process's user."""
+    rules = findings.load()
+    unread = Unreadable(7, "rights", "python server.py", "stacks")
+    assert "--cap-add SYS_PTRACE" in render.unread(unread, rules, "root")
+    said = render.unread(unread, rules, "user")
+    assert "--cap-add" not in said and "run diagnose as root, or as the process's user" in said, said

@@ -139,7 +139,7 @@ def _here(process: ProcessFacts) -> str:
     launch = process.launch
     if launch.local_world_size is not None and launch.local_world_size == launch.world_size:
         return f"LOCAL_WORLD_SIZE is its WORLD_SIZE, {launch.world_size}"
-    return f"its rendezvous, {launch.master}, is this machine's loopback address"
+    return f"its rendezvous, {launch.master or launch.store}, is this machine's loopback address"
 
 
 def _subprocess_mode(workers: Workers) -> bool:

@@ -265,7 +265,7 @@ def _here(process: ProcessFacts) -> bool:
     """Whether the whole job runs on this machine: its rendezvous is a loopback address, or torchrun
     started every rank of WORLD_SIZE here (LOCAL_WORLD_SIZE)."""
     launch = process.launch
-    address = (launch.master or "").rsplit(":", 1)[0].strip("[]")
+    address = (launch.master or launch.store or "").rsplit(":", 1)[0].strip("[]")
     loopback = address == "localhost" or address.startswith("127.") or address == "::1"
     return loopback or (launch.world_size is not None and launch.local_world_size == launch.world_size)
 
