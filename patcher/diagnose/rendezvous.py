@@ -135,11 +135,18 @@ def read(table: ProcTable, pids: list[int]) -> dict[int, str]:
 
 
 def joined(facts: list[ProcessFacts], table: ProcTable) -> tuple[list[ProcessFacts], list[ProcessFacts]]:
-    """The processes with their store where no launcher's variables name a job; and the processes of
-    the same stores not among them, read (their mates, as job_of reads a launcher's)."""
+    """The processes with their store where no launcher's variables name a job (nor those of any
+    process of that store); and the processes of the same stores not among them, read (their mates,
+    as job_of reads a launcher's)."""
     if not facts:
         return facts, []
     found = read(table, [p.pid for p in facts])
+    launched = {  # a launcher's job (torchrun's agent hosts its ranks' store): its variables say it
+        store
+        for pid, store in found.items()
+        if pid in table.processes and procs.launch_of(table.processes[pid].env).job
+    }
+    found = {pid: store for pid, store in found.items() if store not in launched}
     out = [
         p._replace(launch=p.launch._replace(store=found[p.pid]))
         if p.launch.job is None and p.pid in found
