@@ -31,7 +31,9 @@ def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable) -> Loc
         protocol, frame = found
         path = next(_paths(frame), None)
         lock = _strict(process, path, frame, seen) if protocol == "strict" else None
-        return lock or _unread(process, path, frame, protocol)
+        return lock or _unread(
+            process, path, frame
+        )  # a strict lock whose path no local names: its claims unread
     return None
 
 
@@ -63,12 +65,12 @@ def _paths(frame: Frame) -> Iterator[str]:
             yield text.head
 
 
-def _unread(process: ProcessFacts, path: str | None, frame: Frame, protocol: str) -> Lock:
+def _unread(process: ProcessFacts, path: str | None, frame: Frame) -> Lock:
+    """A lock whose holders diagnose cannot read: of unknown protocol, or without its path."""
     read_at = locks.reached(process, path) if path else ""
     return Lock(
-        "strict" if protocol == "strict" else "unknown", path or "", read_at, None, (), frame,
-        whole=path is not None, lock_class=_class(frame),
-    )  # fmt: skip
+        "unknown", path or "", read_at, None, (), frame, whole=path is not None, lock_class=_class(frame)
+    )
 
 
 def _class(frame: Frame) -> str:
