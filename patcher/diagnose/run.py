@@ -129,7 +129,8 @@ def _read(
     """Every process found read whole, and the ranks of its job on this machine that were not named
     (read and judged too, and only named in its paragraph): the only dumps and the only reading of
     /proc/locks a run makes, and the CPU time of each tree twice (before and after the dumps)."""
-    everyone = sorted([*found, *procs.job_of(found, table), *rendezvous.joined(found, table)[1]])
+    stored = rendezvous.joined(found, table)[1] if any(p.launch.store for p in found) else []
+    everyone = sorted([*found, *procs.job_of(found, table), *stored])
     judged = {p.pid for p in everyone}
     trees = {p.pid: [q for q in table.below(p.pid) if q not in judged] for p in everyone}
     held = {p.pid: u for p in everyone if (u := tracing.held(p, table)) is not None}  # py-spy fails on them
