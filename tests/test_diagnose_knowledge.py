@@ -5,11 +5,13 @@ frames (pure: a made-up dump and table, milliseconds)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
 from patcher.diagnose import claims, findings, knowledge, locks, procs
-from patcher.diagnose.model import Frame, Stack
+from patcher.diagnose.model import Frame, Launch, ProcessFacts, Stack
 
 WAIT = "/venv/lib/python3/site-packages/filelock/_core/_acquire.py"
 
@@ -76,3 +78,36 @@ def test_a_strict_soft_file_lock_is_named_by_its_row() -> None:
     found = locks.protocol_of(waiter)
     assert found is not None and found[0].protocol == "strict"
     assert claims._wait_of(waiter) == ("strict", waiter.frames[0])
+
+
+def _claim(directory: Path, name: str, pid: int, host: str) -> None:
+    record = f"filelock-strict-v1\n{'0' * 32}\n{pid}\n{host.encode().hex()}\n1\n"
+    (directory / f"held-v1-{name}.claim").write_text(record)
+
+
+def test_a_strict_locks_holders_are_its_claims_pids(tmp_path: Path) -> None:
+    """A claim of a live PID on this host is a holder; of a PID no process is, gone (the wait never
+    ends on its own); of another host, a holder diagnose cannot prove gone. Pure but for the
+    claims' files (made here) and one listing of /proc."""
+    lock = tmp_path / "model.lock"
+    lock.touch()
+    claims_dir = tmp_path / "model.lock.filelock" / "claims"
+    claims_dir.mkdir(parents=True)
+    table = procs.read()
+    gone = max(table.processes) + 100000
+    process = ProcessFacts(os.getpid(), "python x", "/venv/bin/python", 0.0, "", None, None, False, None, None,
+                           True, 1, Launch(None, None, None, None, None))  # fmt: skip
+    frame = (
+        _waiter("StrictSoftFileLock")
+        .frames[0]
+        ._replace(locals=(("self", "<StrictSoftFileLock at 0x7f>"), ("lock_filename", f'"{lock}"')))
+    )
+    waiter = Stack("MainThread", (frame,))
+    _claim(claims_dir, "a", gone, os.uname().nodename)
+    found = claims.waited(process, [(waiter,)], table)
+    assert found is not None and (found.protocol, found.holders, found.claims) == ("strict", (), (gone,))
+    _claim(claims_dir, "b", os.getpid(), os.uname().nodename)
+    _claim(claims_dir, "c", 7, "elsewhere")
+    found = claims.waited(process, [(waiter,)], table)
+    assert found is not None and [h.pid for h in found.holders] == [os.getpid(), 7]
+    assert "on host elsewhere" in found.holders[1].command and found.claims == (gone,)
