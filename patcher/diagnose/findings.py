@@ -121,22 +121,22 @@ def parse(text: str) -> Catalog:
     )
 
 
-def _text() -> str:
-    """The file wherever the package is: installed or packed in the single file (patcher.patches),
-    or a checkout run as it is (its top-level patches/)."""
+def text(name: str = NAME) -> str:
+    """A file of patches/ wherever the package is: installed or packed in the single file
+    (patcher.patches), or a checkout run as it is (its top-level patches/)."""
     from importlib import import_module
     from importlib.resources import files
 
     try:
         package = import_module("patcher.patches")
     except ModuleNotFoundError:
-        return (Path(__file__).resolve().parent.parent.parent / "patches" / NAME).read_text(encoding="utf-8")
-    return files(package).joinpath(NAME).read_text(encoding="utf-8")
+        return (Path(__file__).resolve().parent.parent.parent / "patches" / name).read_text(encoding="utf-8")
+    return files(package).joinpath(name).read_text(encoding="utf-8")
 
 
 @functools.cache
 def load() -> Catalog:
-    return parse(_text())
+    return parse(text())
 
 
 def thread_matches(stack: Stack, pattern: ThreadPattern) -> bool:

@@ -5,7 +5,7 @@ a step that stops and starts it again, and works where diagnose runs).
 A file is its (st_dev, st_ino), whatever its spelling: a holder is a process with an open fd whose
 `os.stat` is the waited file's (reached through the waiter's /proc/PID/root), never a path's text.
 
-The protocol (PROTOCOLS, data) is recognised from the waiting frames: torch's FileBaton, filelock's
+The protocol (patches/diagnose_knowledge.json's `locks`) is recognised from the waiting frames: torch's FileBaton, filelock's
 SoftFileLock and FileLock, torch 2.14's FileLock; else by what the code does (patcher/diagnose/waits.py):
 a thread that stays in a loop that sleeps between tries waiting for a file to vanish is FileBaton's
 protocol when its class keeps a file it created exclusively (a copy of FileBaton), and a marker of
@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from patcher.diagnose import procs, waits
+from patcher.diagnose import knowledge, procs, waits
 from patcher.diagnose.model import (
     Frame,
     Hidden,
@@ -49,28 +49,11 @@ from patcher.diagnose.procs import ProcTable
 PROC = Path("/proc")
 
 
-class KnownWait(NamedTuple):
-    """A lock's waiting frame: its file (the end of its path), its functions, and the class of the
-    object that waits (py-spy shows `self` as `<CLASS at 0x...>`; () for any)."""
-
-    protocol: Protocol
-    file: str
-    functions: tuple[str, ...]
-    classes: tuple[str, ...] = ()
-
-
-# Matched in order against a waiting thread's frames; filelock's frames are its 3.x (_api.py) and
-# 4.x (_core/_acquire.py) acquire loops, the class telling its SoftFileLock from its FileLock (and
-# torch 2.14's FileLock, torch/utils/_filelock.py, a subclass of it).
-PROTOCOLS = (
-    KnownWait("baton", "torch/utils/file_baton.py", ("wait",)),
-    KnownWait("baton", "aiter/jit/utils/file_baton.py", ("wait",)),
-    KnownWait("soft", "filelock/_core/_acquire.py", ("_poll_until_acquired",), ("SoftFileLock", "MarkerSoftFileLock")),
-    KnownWait("soft", "filelock/_api.py", ("acquire",), ("SoftFileLock",)),
-    KnownWait("kernel", "filelock/_core/_acquire.py", ("_poll_until_acquired",), ("UnixFileLock", "FileLock")),
-    KnownWait("kernel", "filelock/_api.py", ("acquire",), ("UnixFileLock", "FileLock")),
-    KnownWait("kernel", "torch/utils/_filelock.py", ("__enter__",)),
-)  # fmt: skip
+# The lock protocols and their waiting frames are data (patches/diagnose_knowledge.json, read by
+# patcher/diagnose/knowledge.py), matched in order: filelock's 3.x (_api.py) and 4.x
+# (_core/_acquire.py) acquire loops, the class telling its SoftFileLock, StrictSoftFileLock and
+# FileLock apart, torch's FileBaton and the copies others ship.
+KnownWait = knowledge.KnownWait
 # The protocols whose holder keeps the file open while it holds it: with every possible holder in
 # view, none holding it open proves it left behind. A kernel lock is never left behind; a marker's
 # maker may have closed it and live on.
@@ -85,6 +68,9 @@ class OsLock(NamedTuple):
     device: tuple[int, int]  # major, minor
     inode: int
     blocked: bool  # `->`: this process waits for the lock
+    shared: bool = (
+        False  # READ: a shared lock, a reader's (verify's on the torch directory), never a writer's
+    )
 
 
 def os_locks() -> list[OsLock]:
@@ -104,9 +90,8 @@ def parse_locks(text: str) -> list[OsLock]:
         words = words[1:] if blocked else words
         try:
             major, minor, inode = words[4].split(":")
-            found.append(
-                OsLock(words[0], int(words[3]), (int(major, 16), int(minor, 16)), int(inode), blocked)
-            )
+            device, shared = (int(major, 16), int(minor, 16)), words[2] == "READ"
+            found.append(OsLock(words[0], int(words[3]), device, int(inode), blocked, shared))
         except (IndexError, ValueError):
             continue
     return found
@@ -259,8 +244,8 @@ def _class_of(frame: Frame) -> str:
 
 
 def protocol_of(stack: Stack) -> tuple[KnownWait, Frame] | None:
-    """The first row of PROTOCOLS one of the thread's frames is (its file, function and class)."""
-    for known in PROTOCOLS:
+    """The first row of the known locks one of the thread's frames is (its file, function and class)."""
+    for known in knowledge.load().locks:
         for frame in stack.frames:
             named = frame.name.rsplit(".", 1)[-1] in known.functions
             ours = not known.classes or _class_of(frame) in known.classes
@@ -461,15 +446,19 @@ def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
     cgroup or its runtime's files say."""
     env = seen.processes[process.pid].env if process.pid in seen.processes else {}
     hostname = _read(process.root + "/etc/hostname").strip() or env.get("HOSTNAME", "")
-    docker = re.search(r"docker[-/]([0-9a-f]{64})", _read(f"/proc/{process.pid}/cgroup"))
-    container = docker[1][:12] if docker else None
+    runtimes = knowledge.load().runtimes
+    docker, pods = runtimes["docker"], runtimes["kubernetes"]
+    named = docker.cgroup.search(_read(f"/proc/{process.pid}/cgroup")) if docker.cgroup else None
+    container = named[1][: docker.id_length] if named else None
     if (
         container is None
-        and os.path.exists(process.root + "/.dockerenv")
-        and re.fullmatch("[0-9a-f]{12}", hostname)
+        and docker.file is not None
+        and os.path.exists(process.root + docker.file)
+        and docker.hostname is not None
+        and docker.hostname.fullmatch(hostname)
     ):
         container = hostname  # Docker names a container's host after its ID unless told otherwise
-    pod = hostname if "KUBERNETES_SERVICE_HOST" in env and hostname else None
+    pod = hostname if pods.variable in env and hostname else None
     account = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
     namespace = _read(process.root + account).strip() or None if pod else None
     return Reach(

@@ -39,11 +39,14 @@ class Launch(NamedTuple):
     rank: int | None  # RANK
     world_size: int | None  # WORLD_SIZE
     local_world_size: int | None  # LOCAL_WORLD_SIZE: the ranks torchrun started on this machine
+    # The TCP store it is connected to (`host:port`), when no launcher's variables say: ranks a script
+    # started with init_method="tcp://...", rank= and world_size= (patcher/diagnose/rendezvous.py)
+    store: str | None = None
 
     @property
     def job(self) -> str | None:
-        """What every rank of one job shares: the run ID, else the rendezvous address."""
-        return self.run_id or self.master
+        """What every rank of one job shares: the run ID, else the rendezvous address, else its store."""
+        return self.run_id or self.master or self.store
 
 
 class ProcessFacts(NamedTuple):
@@ -84,13 +87,15 @@ class TorchFacts(NamedTuple):
 FindingKind = Literal[
     "eager-formatting", "info-formatting", "eager-torch", "stale-import", "lazy", "unknown-torch",
     "jit-lock-stale", "jit-lock-held", "jit-lock-unknown", "jit-lock-unseen", "marker-wait", "soft-lock-stale",
-    "os-lock-held", "os-lock-unseen",
+    "os-lock-held", "os-lock-unseen", "strict-lock-held", "strict-lock-orphaned", "lock-unknown",
     "compile-workers-gone", "compile-workers-gone-writing", "ranks-out-of-step",
     "ranks-waiting-for-progress", "in-collective", "rank-absent", "rank-awaited", "moving",
 ]  # fmt: skip
 
 # Why a process was not read: each has its sentence and exit code in the findings' table.
-Problem = Literal["missing", "zombie", "exited", "not-python", "no-torch", "rights", "py-spy", "none"]
+Problem = Literal[
+    "missing", "zombie", "exited", "not-python", "no-torch", "rights", "py-spy", "none", "stopped", "traced"
+]
 
 
 class Unreadable(NamedTuple):
@@ -132,8 +137,10 @@ class Mount(NamedTuple):
 # baton: torch's FileBaton and its copies, created exclusively and kept open until removed;
 # soft: filelock's SoftFileLock, the same; kernel: an flock or fcntl lock (filelock's FileLock, torch
 # 2.14's), released by the kernel when its holder ends; marker: a loop waiting for a file to vanish,
-# whose maker may have closed it (no protocol known: nobody holding it open proves nothing).
-Protocol = Literal["baton", "soft", "kernel", "marker"]
+# whose maker may have closed it (no protocol known: nobody holding it open proves nothing); strict:
+# filelock's StrictSoftFileLock, whose claims (PID and host) stay until their owner or force_break()
+# clears them; unknown: a lock wait in frames that wait on locks, of a class no row knows.
+Protocol = Literal["baton", "soft", "kernel", "marker", "strict", "unknown"]
 
 
 class Lock(NamedTuple):
@@ -153,6 +160,8 @@ class Lock(NamedTuple):
     # filesystem; every process's open files were read, by root. Else `not_in_view` names what was not.
     seen: bool = True
     not_in_view: tuple[Hidden, ...] = ()
+    claims: tuple[int, ...] = ()  # strict: the PIDs of its claims that no live process is
+    lock_class: str = ""  # the class of the object that waits (`StrictSoftFileLock`), when frames name it
 
 
 # What keeps a lock's holders from being proven absent (Lock.not_in_view): processes whose open files

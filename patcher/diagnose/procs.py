@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
+from patcher.diagnose import knowledge
 from patcher.diagnose.model import Launch, ProcessFacts, Start, Unreadable, Workers
 
 PROC = "/proc"
@@ -301,15 +302,19 @@ def rights() -> str:
 
 
 def launch_of(env: dict[str, str]) -> Launch:
-    """What a launcher put in a rank's environment."""
-    address, port = env.get("MASTER_ADDR"), env.get("MASTER_PORT")
-    return Launch(
-        run_id=env.get("TORCHELASTIC_RUN_ID") or None,
-        master=f"{address}:{port}" if address and port else None,
-        rank=_number(env.get("RANK")),
-        world_size=_number(env.get("WORLD_SIZE")),
-        local_world_size=_number(env.get("LOCAL_WORLD_SIZE")),
-    )
+    """What a launcher put in a rank's environment (its variables: patches/diagnose_knowledge.json)."""
+    for named in knowledge.load().launchers:
+        address, port = env.get(named.master_addr), env.get(named.master_port)
+        found = Launch(
+            run_id=env.get(named.run_id) or None,
+            master=f"{address}:{port}" if address and port else None,
+            rank=_number(env.get(named.rank)),
+            world_size=_number(env.get(named.world_size)),
+            local_world_size=_number(env.get(named.local_world_size)),
+        )
+        if any(v is not None for v in found):
+            return found
+    return Launch(None, None, None, None, None)
 
 
 def _number(value: str | None) -> int | None:

@@ -142,7 +142,7 @@ def _here(process: ProcessFacts) -> str:
     launch = process.launch
     if launch.local_world_size is not None and launch.local_world_size == launch.world_size:
         return f"LOCAL_WORLD_SIZE is its WORLD_SIZE, {launch.world_size}"
-    return f"its rendezvous, {launch.master}, is this machine's loopback address"
+    return f"its rendezvous, {launch.master or launch.store}, is this machine's loopback address"
 
 
 def _subprocess_mode(workers: Workers) -> bool:
@@ -216,6 +216,8 @@ def _lock_fields(d: Diagnosed) -> dict[str, str]:
         "owner": (lock.owner or "?") if lock else "?",
         "unread": _unread(lock.unread, lock.read_at) if lock else "",
         "holders": holders,
+        "claims": f"PIDs {_pids(lock.claims)}" if lock and lock.claims else "no claim it could read",
+        "lock_class": (lock.lock_class or "class unknown") if lock else "?",
         "open_by": f"is held open by {holders}" if lock and lock.holders else "no process holds it open",
         "os_lock": lock.os if lock and lock.os else "?",
         "os_hidden": _os_hidden(d),

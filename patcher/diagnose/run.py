@@ -10,7 +10,18 @@ from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import findings, locks, procs, render, stacks, torchstate, verdict
+from patcher.diagnose import (
+    claims,
+    findings,
+    locks,
+    procs,
+    render,
+    rendezvous,
+    stacks,
+    torchstate,
+    tracing,
+    verdict,
+)
 from patcher.diagnose.findings import Catalog
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts, Unreadable
 from patcher.diagnose.procs import ProcTable
@@ -51,7 +62,8 @@ def judged_ones(facts: dict[int, ProcessFacts], table: ProcTable) -> list[Proces
     kept = []
     for process in facts.values():
         over, launch = above(process.pid), process.launch
-        rank = launch.rank is not None and (over is None or over.launch[:3] != launch[:3])
+        ranked = launch.rank is not None or launch.store is not None
+        rank = ranked and (over is None or (over.launch.job, over.launch.rank) != (launch.job, launch.rank))
         if over is None or rank:
             kept.append(process)
     return kept
@@ -82,7 +94,8 @@ def _processes(
     if not options.pids:
         pids, unread = procs.with_torch(table)
         everyone = [procs.read_process(table.processes[p]) for p in pids]
-        found = {r.pid: r for r in everyone if isinstance(r, ProcessFacts)}
+        joined, _ = rendezvous.joined([r for r in everyone if isinstance(r, ProcessFacts)], table)
+        found = {r.pid: r for r in joined}
         if not found:
             nobody = Unreadable(0, "none", "", str(unread) if unread else "")
             raise LazylogError(ExitCode.ENVIRONMENT, render.unread(nobody, catalog, rights))
@@ -93,6 +106,7 @@ def _processes(
         found, unreadable = _given(pid, table, options.children)
         facts |= found
         problems |= {u.pid: u for u in unreadable}
+    facts = {p.pid: p for p in rendezvous.joined(list(facts.values()), table)[0]}
     kept = {p.pid: p for p in judged_ones(facts, table)} | {p: facts[p] for p in options.pids if p in facts}
     return sorted(kept.values()), sorted(problems.values())
 
@@ -115,16 +129,23 @@ def _read(
     """Every process found read whole, and the ranks of its job on this machine that were not named
     (read and judged too, and only named in its paragraph): the only dumps and the only reading of
     /proc/locks a run makes, and the CPU time of each tree twice (before and after the dumps)."""
-    everyone = sorted([*found, *procs.job_of(found, table)])
+    stored = rendezvous.joined(found, table)[1] if any(p.launch.store for p in found) else []
+    everyone = sorted([*found, *procs.job_of(found, table), *stored])
     judged = {p.pid for p in everyone}
     trees = {p.pid: [q for q in table.below(p.pid) if q not in judged] for p in everyone}
-    taken = stacks.sample_all(spy, [p.pid for p in everyone], options.samples, options.interval)
+    held = {p.pid: u for p in everyone if (u := tracing.held(p, table)) is not None}  # py-spy fails on them
+    taken = stacks.sample_all(
+        spy, [p.pid for p in everyone if p.pid not in held], options.samples, options.interval
+    )
     after = procs.again(table, [q for p in everyone for q in [p.pid, *trees[p.pid]]])
     os_locks = locks.os_locks()
-    locked = {(os.makedev(*r.device), r.inode) for r in os_locks if not r.blocked}
+    locked = {(os.makedev(*r.device), r.inode) for r in os_locks if not r.blocked and not r.shared}
     torches: dict[str | None, TorchFacts] = {}
     read, problems = [], []
     for process in everyone:
+        if process.pid in held:
+            problems += [held[process.pid]] if process in found else []
+            continue
         exited = procs.gone(process.pid)
         samples = _sampled(process, taken[process.pid], exited)
         if isinstance(samples, Unreadable):
@@ -134,7 +155,7 @@ def _read(
             torches[process.torch_seen_at] = torchstate.read_torch(process, spec, locked)
         wall = after.read_at - table.read_at
         cpu = Cpu(max(0.0, after.cpu_seconds(process.pid) - table.cpu_seconds(process.pid)), wall)
-        lock = locks.waited(process, samples, table, os_locks)
+        lock = claims.waited(process, samples, table) or locks.waited(process, samples, table, os_locks)
         evidence = Evidence(
             lock,
             procs.workers_of(process, table, catalog.helpers),

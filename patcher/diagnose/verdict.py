@@ -174,6 +174,8 @@ def holds(rule: Declaration, found: Finding) -> bool:
         "os": lock is not None and lock.protocol == "kernel",
         "soft": lock is not None and lock.protocol == "soft",
         "marker": lock is not None and lock.protocol == "marker",
+        "strict": lock is not None and lock.protocol == "strict",
+        "unknown": lock is not None and lock.protocol == "unknown",
         "sidecar": workers is not None and workers.sidecar is not None,
         "odd": peers is not None and bool(peers.odd),
         "odd_moving": peers is not None and bool(peers.odd) and all(r.kind in PROGRESS for r in peers.odd),
@@ -263,7 +265,7 @@ def _here(process: ProcessFacts) -> bool:
     """Whether the whole job runs on this machine: its rendezvous is a loopback address, or torchrun
     started every rank of WORLD_SIZE here (LOCAL_WORLD_SIZE)."""
     launch = process.launch
-    address = (launch.master or "").rsplit(":", 1)[0].strip("[]")
+    address = (launch.master or launch.store or "").rsplit(":", 1)[0].strip("[]")
     loopback = address == "localhost" or address.startswith("127.") or address == "::1"
     return loopback or (launch.world_size is not None and launch.local_world_size == launch.world_size)
 
