@@ -134,9 +134,16 @@ def _files(pid: int, devices: dict[str, dict[int, int]]) -> frozenset[Identity] 
 
 def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
     """An fd's file by device and inode; None for a pipe or socket (on no mount of the table)."""
-    lines = (_read(f"{PROC}/{pid}/fdinfo/{fd}") or b"").decode(errors="replace").splitlines()
-    info = dict(line.split(":", 1) for line in lines if ":" in line)
-    mount, inode = info.get("mnt_id", "").strip(), info.get("ino", "").strip()
+    try:
+        handle = os.open(f"{PROC}/{pid}/fdinfo/{fd}", os.O_RDONLY)
+        try:
+            data = os.read(handle, 4096)  # pos, flags, mnt_id, ino, then what the file's kind adds
+        finally:
+            os.close(handle)
+    except OSError:
+        return None
+    fields = dict(line.split(b":", 1) for line in data.split(b"\n", 4)[:4] if b":" in line)
+    mount, inode = fields.get(b"mnt_id", b"").strip(), fields.get(b"ino", b"").strip()
     if mount.isdigit() and inode.isdigit() and int(mount) in mounts:
         return mounts[int(mount)], int(inode)
     return None
