@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -133,7 +134,8 @@ def _files(pid: int, devices: dict[str, dict[int, int]]) -> frozenset[Identity] 
 
 
 def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
-    """An fd's file by device and inode; None for a pipe or socket (on no mount of the table)."""
+    """An fd's file by device and inode: a socket's on sockfs's device (socket_device), so that the
+    rendezvous can match it to /proc/net/tcp's inodes; None for a pipe or another anonymous file."""
     try:
         handle = os.open(f"{PROC}/{pid}/fdinfo/{fd}", os.O_RDONLY)
         try:
@@ -144,9 +146,26 @@ def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
         return None
     fields = dict(line.split(b":", 1) for line in data.split(b"\n", 4)[:4] if b":" in line)
     mount, inode = fields.get(b"mnt_id", b"").strip(), fields.get(b"ino", b"").strip()
-    if mount.isdigit() and inode.isdigit() and int(mount) in mounts:
+    if not (mount.isdigit() and inode.isdigit()):
+        return None
+    if int(mount) in mounts:
         return mounts[int(mount)], int(inode)
-    return None
+    try:  # the link of an fd of /proc is made from the open file: it asks no file system
+        kind = os.readlink(f"{PROC}/{pid}/fd/{fd}")
+    except OSError:
+        return None
+    device = socket_device()
+    return (device, int(inode)) if kind.startswith("socket:[") and device is not None else None
+
+
+@functools.cache
+def socket_device() -> int | None:
+    """The device number every socket's inode is on (sockfs), from a socket of this process's own."""
+    try:
+        with socket.socket() as own:
+            return os.fstat(own.fileno()).st_dev
+    except OSError:
+        return None
 
 
 def _devices(pid: int, known: dict[str, dict[int, int]]) -> dict[int, int]:

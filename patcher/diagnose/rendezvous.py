@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import socket
 from collections import defaultdict
 from typing import NamedTuple
 
@@ -97,17 +96,9 @@ def stores(rows: list[Socket], owners: dict[int, int]) -> dict[int, str]:
     return found
 
 
-def _socket_device() -> int | None:
-    try:
-        with socket.socket() as own:
-            return os.fstat(own.fileno()).st_dev
-    except OSError:
-        return None
-
-
 def read(table: ProcTable, pids: list[int]) -> dict[int, str]:
     """The store of every process of the network namespaces of `pids` that is in one."""
-    device = _socket_device()
+    device = procs.socket_device()
     if device is None:
         return {}
     owners = {
