@@ -128,11 +128,12 @@ def test_the_documented_fields_are_the_codes_in_its_order() -> None:
 
 def test_every_field_of_a_report_is_printed() -> None:
     """Report.to_json's keys are patcher.core.fields.FIELDS: a field added to the report and not to
-    the contract would be dropped silently, so each is one (its exit code named exit_code)."""
-    from patcher.core.fields import FIELDS
+    the contract would be dropped silently, so each is one (its exit code named exit_code), or printed
+    by the text alone (TEXT_ONLY)."""
+    from patcher.core.fields import FIELDS, TEXT_ONLY
     from patcher.core.report import Report
 
-    assert {"exit_code" if name == "code" else name for name in Report._fields} == set(FIELDS)
+    assert {"exit_code" if name == "code" else name for name in Report._fields} == {*FIELDS, *TEXT_ONLY}
     full = Report("apply", "patched", True, "m.", torch_dir="/t", problems=("p",), table="x")
     printed = full.to_json("run apply")
     assert (printed["torch_dir"], printed["problems"], printed["table"], printed["next"]) == (

@@ -28,6 +28,9 @@ FIELDS = (
     "table",
 )
 LISTS = ("problems", "pycs", "checks")  # empty lists where nothing is known; every other field null
+# A report's fields the text alone prints: diagnose's steps after the first, as lines (its --json
+# carries every step, with where each runs, as `steps`).
+TEXT_ONLY = ("then",)
 
 
 def unread(command: str, exit_code: int, message: str) -> "dict[str, object]":
