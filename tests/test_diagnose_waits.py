@@ -169,7 +169,7 @@ def test_a_process_is_started_again_as_it_was_and_a_rank_as_its_job(rank: str | 
     try:
         assert child.stdout is not None and child.stdout.readline() == b"\n"
         table = procs.read()
-        start = locks.start_of(_facts(child.pid, sys.executable, table), table)
+        start = locks.restart_of(_facts(child.pid, sys.executable, table), table)
         if rank:
             assert (start.pid, start.argv) == (os.getpid(), tuple(argv(os.getpid())))
         else:

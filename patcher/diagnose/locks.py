@@ -437,9 +437,6 @@ def _in_lock_call(
     return None
 
 
-CAP_SYS_ADMIN = 21  # its bit in /proc/PID/status's CapEff: what `nsenter --mount` needs
-
-
 def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
     """What diagnose can do where it runs towards the process: whether it shares its mounts, may
     enter them, sees it as its own PID namespace's PID 1; and the container or pod it is, when its
@@ -463,7 +460,7 @@ def reach_of(process: ProcessFacts, seen: ProcTable) -> Reach:
     namespace = _read(process.root + account).strip() or None if pod else None
     return Reach(
         not process.container,
-        _capable(CAP_SYS_ADMIN),
+        procs.capable(procs.CAP_SYS_ADMIN),
         process.pid == 1,
         not initial_pid_namespace(),
         container,
@@ -502,13 +499,7 @@ def _read(path: str) -> str:
         return ""
 
 
-def _capable(bit: int) -> bool:
-    status = _read("/proc/self/status")
-    mask = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
-    return bool(int(mask, 16) >> bit & 1)
-
-
-def start_of(process: ProcessFacts, seen: ProcTable) -> Start:
+def restart_of(process: ProcessFacts, seen: ProcTable) -> Start:
     """How to start it again: its own command line (a bare `python` named as the interpreter it
     runs), working directory and the variables that matter; for a rank, its launcher's (the job)."""
     ranked = process.launch.rank is not None or process.launch.job is not None

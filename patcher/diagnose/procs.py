@@ -23,6 +23,7 @@ from patcher.diagnose.model import Launch, ProcessFacts, Start, Unreadable, Work
 PROC = "/proc"
 DELETED = " (deleted)"
 CAP_SYS_PTRACE = 19  # its bit in /proc/PID/status's CapEff
+CAP_SYS_ADMIN = 21  # its bit: what `nsenter --mount` needs
 Identity = tuple[int, int]  # a file's (st_dev, st_ino): the same file whatever its spelling
 BOUND = 2.0  # seconds: the longest a read that may wait on a file system (a stat, a readlink) is given
 T = TypeVar("T")
@@ -322,9 +323,14 @@ def rights() -> str:
     effect: the most a reader has), `root` (without it, a container's default) or `user`."""
     if os.geteuid() != 0:
         return "user"
+    return "root-ptrace" if capable(CAP_SYS_PTRACE) else "root"
+
+
+def capable(bit: int) -> bool:
+    """Whether this reader has the capability `bit` in effect (/proc/self/status's CapEff)."""
     status = (_read(f"{PROC}/self/status") or b"").decode()
     mask = next((line.split()[1] for line in status.splitlines() if line.startswith("CapEff:")), "0")
-    return "root-ptrace" if int(mask, 16) >> CAP_SYS_PTRACE & 1 else "root"
+    return bool(int(mask, 16) >> bit & 1)
 
 
 def launch_of(env: dict[str, str]) -> Launch:

@@ -160,7 +160,7 @@ def _read(
             lock,
             procs.workers_of(process, table, catalog.helpers),
             cpu,
-            locks.start_of(process, table),
+            locks.restart_of(process, table),
             tuple(trees[process.pid]),
             locks.reach_of(process, table) if lock is not None else None,
         )
