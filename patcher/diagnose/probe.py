@@ -174,6 +174,8 @@ def read(pid: int, spec: PatchSpec) -> Probe:
     pids = tree(pid)
     start, before = time.monotonic(), cpu_ticks(pids)
     process = _torch_process(pids)
+    if isinstance(process, Unreadable) and process.why == "missing":
+        return Probe(pid, process, None, Busy(Cpu(0.0, 0.0), 0), None, "")
     torch = None
     if isinstance(process, ProcessFacts):
         torch = torchstate.read_torch(process, spec, set())
