@@ -1,5 +1,5 @@
 """docs/probe.md's forms on real torch 2.10.0 in real containers, as its user and with every capability
-dropped: the image of its HEALTHCHECK block over the non-root stand-in, probed with `docker exec
+dropped: the image of its HEALTHCHECK block over the non-root stand-in (with g++, which Inductor compiles with on the CPU), probed with `docker exec
 --user` running its pod's startupProbe command (the tool from the init container's volume, as the
 kubelet runs it). One image, four containers started at once and read together: a compiling server
 (and one under a seccomp profile without ptrace and process_vm_readv), one waiting on a stale JIT
@@ -18,7 +18,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]  # pyyaml: a dependency of libcst
 
 from tests.conftest import need_image
-from tests.docs import block
+from tests.docs import body
 
 pytestmark = pytest.mark.image
 
@@ -28,7 +28,7 @@ TAG = "probe-live"
 
 
 def _probe_command() -> list[str]:
-    pod = yaml.safe_load(block("probe-pod"))
+    pod = yaml.safe_load(body("probe-pod"))
     (server,) = pod["spec"]["containers"]
     startup, liveness = server["startupProbe"]["exec"]["command"], server["livenessProbe"]["exec"]["command"]
     assert startup == liveness
@@ -43,7 +43,7 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     from patcher.diagnose import stacks
     from tests import images
 
-    base = need_image(images.non_root_base)
+    base = need_image(images.compiler_base)
     work = tmp_path_factory.mktemp("probe")
     context = images.snippet_context(work / "context", "")
     (context / "Dockerfile").write_text(images.documented_dockerfile("probe-healthcheck"))
