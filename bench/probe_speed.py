@@ -91,7 +91,8 @@ def measure(script: Path, venv: Path, tmp: Path) -> dict[str, list[float]]:
 
 def main() -> None:
     venv = realdata.torch_venv("2.10.0")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="torch-lazylog-bench-") as tmp:
+        os.chdir(tmp)  # `-c` puts the current directory first on sys.path: never this checkout's patcher/
         install = Install(Path(tmp))
         realdata.pip(["--python", str(install.python), "install", "--quiet", "py-spy>=0.4"], "py-spy")
         with realdata.cache_lock("e2e-torch-venvs"):

@@ -22,8 +22,8 @@ PROCESS = ProcessFacts(
 )  # fmt: skip
 EAGER = TorchFacts(Report("verify", "pristine", False, "", ExitCode.EAGER), None, False, "")
 LAZY = TorchFacts(Report("verify", "patched", False, "", ExitCode.OK), None, False, "")
-BUSY = probe.Busy(Cpu(0.25, 0.25), 2)
-IDLE = probe.Busy(Cpu(0.0, 0.25), 1)
+BUSY = probe.Busy(Cpu(0.25, 0.25), 2, 25)
+IDLE = probe.Busy(Cpu(0.01, 0.25), 1, 1)
 
 
 def _frame(name: str, file: str) -> Frame:
@@ -132,3 +132,11 @@ def test_the_command_line_refuses_a_word_and_a_gone_pid() -> None:
     assert runner.invoke(cli, ["probe", "abc"]).exit_code == ExitCode.USAGE
     gone = runner.invoke(cli, ["probe", "4194304"])  # above the kernel's largest PID
     assert gone.exit_code != 0 and gone.output.startswith("stuck: PID 4194304:"), gone.output
+
+
+def test_a_small_slice_of_a_shared_node_is_progress_and_none_is_not() -> None:
+    """Two clock ticks in the interval (far below diagnose's busy share) are a compile moving on a node
+    whose cores others share; a waiter sleeping in the kernel uses none and is read whole."""
+    slow = _judged(probe.Busy(Cpu(0.02, 0.25), 1, 2), LAZY, None)
+    assert slow is not None and slow.status == "ok" and slow.id == "TL-D401"
+    assert _judged(probe.Busy(Cpu(0.0, 0.25), 1, 0), LAZY, None) is None

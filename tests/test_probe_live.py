@@ -68,12 +68,12 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         ]  # fmt: skip
         runs = {
             "compiling": [tag, VENV_PY, "/scenario/stalls.py", TAG, "compile"],
-            "no-ptrace": ["--security-opt", f"seccomp={profile}", tag, VENV_PY, "/scenario/stalls.py", TAG, "compile"],
+            "no-ptrace": ["--no-healthcheck", "--security-opt", f"seccomp={profile}", tag, VENV_PY, "/scenario/stalls.py", TAG, "compile"],
             "stale-lock": [
                 "-e", "TORCH_EXTENSIONS_DIR=/tmp/ext", tag, "sh", "-c",
                 f"mkdir -p /tmp/ext/x && : > /tmp/ext/x/lock && exec {VENV_PY} /scenario/stalls.py {TAG} lock /scenario/answer.cpp",
             ],
-            "eager": [tag, VENV_PY, "/scenario/chain.py", TAG, "26"],
+            "eager": ["--no-healthcheck", tag, VENV_PY, "/scenario/chain.py", TAG, "26"],
         }  # fmt: skip
         try:
             for role, args in runs.items():
@@ -114,6 +114,8 @@ def _health(name: str) -> str:
 
 
 def test_compiling_is_ok_stuck_is_not_and_healthcheck_agrees(probed: dict[str, str]) -> None:
+    from tests import images
+
     # the compile loop, once torch is loaded and it compiles: every read 0, while the others get there
     first = _until(probed["compiling"], ok=True)[0]
     assert first.startswith(("ok: PID 1:", "warning: PID 1:")), first
@@ -140,7 +142,8 @@ def test_compiling_is_ok_stuck_is_not_and_healthcheck_agrees(probed: dict[str, s
         "healthy",
     ):
         time.sleep(2)
-    assert (_health(probed["stale-lock"]), _health(probed["compiling"])) == ("unhealthy", "healthy")
+    log = images.docker("inspect", "--format", "{{json .State.Health.Log}}", probed["compiling"]).stdout
+    assert (_health(probed["stale-lock"]), _health(probed["compiling"])) == ("unhealthy", "healthy"), log
     # the eager formatting: once a read says stuck, every read does, naming the fix
     eager = _until(probed["eager"], ok=False, timeout=600)
     for lines in [eager, *(_read(probed["eager"])[1] for _ in range(3))]:

@@ -201,16 +201,16 @@ def diagnose(
 
 
 @cli.command(epilog=EPILOG)
-@click.argument("pid", metavar="PID")  # checked by probe: one sentence, exit 2
+@click.argument("pid", type=click.IntRange(min=1))
 @click.option(
     "--deadline",
     type=click.FloatRange(0.5, 60),
-    default=4.0,
+    default=8.0,
     show_default=True,
     callback=lambda ctx, param, value: _finite(value),
     help="Seconds the read may take at most; past them it answers from what it read by then.",
 )
-def probe(pid: str, deadline: float) -> None:
+def probe(pid: int, deadline: float) -> None:
     """For a startup, liveness or health probe: will this start end on its own?
 
     Exit 0 while the server is ready or making progress (compiling, building, loading, waiting on
@@ -220,11 +220,10 @@ def probe(pid: str, deadline: float) -> None:
     Reads the PID and the processes below it; stacks (py-spy, the diagnose extra) only where they decide.
     """
     from patcher.diagnose import probe as probing
-    from patcher.diagnose import run
     from patcher.install import definitions
 
     try:
-        answer = probing.probe(run.pid_of(pid), definitions.load(), commands.program(), deadline)
+        answer = probing.probe(pid, definitions.load(), commands.program(), deadline)
     except LazylogError as error:
         commands.failed(commands.Given("probe"), error)
     click.echo("\n".join(answer.lines()))

@@ -35,6 +35,11 @@ Status = Literal["ok", "warning", "stuck"]
 INTERVAL = 0.25  # seconds between the two looks at the CPU time
 DUMPS = 2  # stack dumps when they decide; every one must show the eager formatting for "stuck"
 DUMP_GAP = 0.05
+# Moving: CPU time of the tree rose by this many clock ticks (usually 10 ms each) between the looks.
+# Lower than diagnose's busy share on purpose: on a node whose cores compiles share, a compiling
+# server gets a small slice, and any rise is progress; a waiter on a lock, a future or a collective
+# sleeps in the kernel and uses none. A busy process on an eager torch is still read for the formatting.
+MOVING_TICKS = 2
 
 
 class Answer(NamedTuple):
@@ -110,6 +115,11 @@ def cpu_ticks(pids: list[int]) -> int:
 class Busy(NamedTuple):
     cpu: Cpu
     processes: int  # the target and those below it, at the second look
+    ticks: int = 0  # clock ticks of CPU time between the looks
+
+    @property
+    def moving(self) -> bool:
+        return self.ticks >= MOVING_TICKS
 
 
 def _torch_process(pids: list[int]) -> ProcessFacts | Unreadable | None:
@@ -182,10 +192,11 @@ def read(pid: int, spec: PatchSpec) -> Probe:
     time.sleep(max(0.0, INTERVAL - (time.monotonic() - start)))
     pids = [p for p in dict.fromkeys([*pids, *tree(pid)])]
     after, wall = cpu_ticks(pids), time.monotonic() - start
-    busy = Busy(Cpu(max(0, after - before) / os.sysconf("SC_CLK_TCK"), wall), len(pids))
+    ticks = max(0, after - before)
+    busy = Busy(Cpu(ticks / os.sysconf("SC_CLK_TCK"), wall), len(pids), ticks)
     samples: list[Sample] | None = None
     unread = ""
-    if isinstance(process, ProcessFacts) and verdict.busy(busy.cpu) and _eager(torch):
+    if isinstance(process, ProcessFacts) and busy.moving and _eager(torch):
         dumped = _dumps(process.pid)
         samples, unread = (dumped, "") if isinstance(dumped, list) else (None, dumped)
     return Probe(pid, process, torch, busy, samples, unread)
@@ -215,7 +226,7 @@ def judge(probe: Probe, program: str, catalog: Catalog) -> Answer | None:
     notes = (
         (f"The stacks could not be read: {probe.unread}; answered from /proc alone.",) if probe.unread else ()
     )
-    moving = verdict.busy(busy.cpu)
+    moving = busy.moving
     if not isinstance(process, ProcessFacts):
         why = "no process with torch loaded yet" if process is None else f"not read ({process.why})"
         state = "busy" if moving else "idle"
