@@ -18,7 +18,7 @@ import pytest
 import yaml  # type: ignore[import-untyped]  # pyyaml: a dependency of libcst
 
 from tests.conftest import need_image
-from tests.docs import body
+from tests.docs import body, command
 
 pytestmark = pytest.mark.image
 
@@ -46,7 +46,6 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
     base = need_image(images.compiler_base)
     work = tmp_path_factory.mktemp("probe")
     context = images.snippet_context(work / "context", "")
-    (context / "Dockerfile").write_text(images.documented_dockerfile("probe-healthcheck"))
     tag = f"torch-lazylog-probe-test:{os.getpid()}"
     profile = work / "no-ptrace.json"
     profile.write_text(json.dumps({
@@ -54,12 +53,24 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
         "syscalls": [{"names": ["ptrace", "process_vm_readv"], "action": "SCMP_ACT_ERRNO"}],
     }))  # fmt: skip
     names: dict[str, str] = {}
-    with images.tool_volume() as volume:
-        with images.tool_named():
-            built = images.docker(
-                "build", "--network=host", "-f", str(context / "Dockerfile"), "--build-arg", f"BASE_IMAGE={base}",
-                "-t", tag, str(context), env={"DOCKER_BUILDKIT": "0"},
-            )  # fmt: skip
+    # This checkout's tool image by its own tag, in place of the docs' name (which suites of other
+    # checkouts hold under a lock for minutes): the volume filled by the README's line, the block built.
+    tool = images.tool_image()
+    volume = f"torch-lazylog-probe-{os.getpid()}"
+    fill = command("pyz-verify", {"torch-lazylog:/out": f"{volume}:/out", images.TOOL_NAME: tool})
+    assert fill[:2] == ["docker", "run"] and tool in fill, fill
+    (context / "Dockerfile").write_text(
+        images.documented_dockerfile("probe-healthcheck").replace(
+            f"--from={images.TOOL_NAME} ", f"--from={tool} "
+        )
+    )
+    try:
+        filled = images.docker(*fill[1:], timeout=300)
+        assert filled.returncode == 0, filled.stderr
+        built = images.docker(
+            "build", "--network=host", "-f", str(context / "Dockerfile"), "--build-arg", f"BASE_IMAGE={base}",
+            "-t", tag, str(context), env={"DOCKER_BUILDKIT": "0"},
+        )  # fmt: skip
         assert built.returncode == 0, built.stderr[-3000:]
         mount = _probe_command()[2].rsplit("/", 1)[0]
         common = [
@@ -75,17 +86,17 @@ def probed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
             ],
             "eager": ["--no-healthcheck", tag, VENV_PY, "/scenario/chain.py", TAG, "26"],
         }  # fmt: skip
-        try:
-            for role, args in runs.items():
-                name = f"torch-lazylog-probe-{role}-{os.getpid()}"
-                started = images.docker("run", "-d", "--name", name, *common, *args)
-                assert started.returncode == 0, started.stderr
-                names[role] = name
-            yield names
-        finally:
-            for name in names.values():
-                images.docker("rm", "-f", name, timeout=120)
-            images.docker("image", "rm", "-f", tag, timeout=120)
+        for role, args in runs.items():
+            name = f"torch-lazylog-probe-{role}-{os.getpid()}"
+            started = images.docker("run", "-d", "--name", name, *common, *args)
+            assert started.returncode == 0, started.stderr
+            names[role] = name
+        yield names
+    finally:
+        for name in names.values():
+            images.docker("rm", "-f", name, timeout=120)
+        images.docker("image", "rm", "-f", tag, timeout=120)
+        images.docker("volume", "rm", "-f", volume, timeout=120)
 
 
 def _read(name: str) -> tuple[int, list[str]]:

@@ -3,7 +3,7 @@
 Cheap where it can be: only the target and the processes below it are read (their CPU time twice,
 an interval apart, from /proc/PID/stat; the children from /proc/PID/task/TID/children), and the torch
 the target loaded, as verify reads it. Stacks are read only where they decide:
-- busy, on a torch that formats eagerly: two dumps of the target tell the eager formatting (stuck:
+- busy, on a torch that formats eagerly: a dump of the target tells the eager formatting (stuck:
   the hang this tool fixes, which a restart repeats) from a compile (progress, with a warning);
 - idle: diagnose's whole reading (locks and their holders, compile workers, ranks) names the wait.
 Busy on a lazy torch is progress without a dump. Whether a finding ends on its own is the table's
@@ -33,7 +33,7 @@ from patcher.diagnose.model import Cpu, ProcessFacts, Sample, TorchFacts, Unread
 
 Status = Literal["ok", "warning", "stuck"]
 INTERVAL = 0.25  # seconds between the two looks at the CPU time
-DUMPS = 2  # stack dumps when they decide; every one must show the eager formatting for "stuck"
+DUMPS = 1  # stack dumps when they decide (each about 20 ms of py-spy CPU); every one must show the eager formatting
 DUMP_GAP = 0.05
 # Moving: CPU time of the tree rose by this many clock ticks (usually 10 ms each) between the looks.
 # Lower than diagnose's busy share on purpose: on a node whose cores compiles share, a compiling
