@@ -683,6 +683,21 @@ def non_root_base() -> str:
     return _built(tag, f"image-{ROCM_TORCH}-user-{NON_ROOT_USER}", make)
 
 
+def compiler_base() -> str:
+    """The non-root stand-in with a C++ compiler, which Inductor's CPU code needs: a server that
+    compiles graph after graph (tests/test_probe_live.py). Its user stays `app`."""
+    base = non_root_base()
+    tag = f"{STANDIN}:torch-{ROCM_TORCH}-user-{NON_ROOT_USER}-gxx-{_image_id(base)}"
+
+    def make(context: Path) -> None:
+        (context / "Dockerfile").write_text(
+            f"FROM {base}\nUSER root\nRUN apt-get update && apt-get install -y --no-install-recommends g++ "
+            f"&& rm -rf /var/lib/apt/lists/*\nUSER {NON_ROOT_USER}\n"
+        )
+
+    return _built(tag, f"image-{ROCM_TORCH}-user-{NON_ROOT_USER}-gxx", make)
+
+
 def runtime_base() -> str:
     """A runtime stage's base for a builder on the rocm-venv stand-in: the same root and Python, no
     /opt/venv (the builder's is copied in)."""

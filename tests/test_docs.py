@@ -41,6 +41,8 @@ BUILT_ELSEWHERE = {
     "image-layout-non-root": "tests/test_image_layouts.py",
     "image-layout-multi-stage": "tests/test_image_layouts.py",
     "start-time-pod": "tests/test_start_time.py",
+    "probe-healthcheck": "tests/test_probe_live.py",
+    "probe-pod": "tests/test_probe_live.py",
 }
 
 # ```sh blocks too expensive to run here (a 7 GB torch venv, the whole suite, minutes of mutants or

@@ -200,6 +200,36 @@ def diagnose(
     commands.execute(commands.Given("diagnose", as_json, verbose, extra={"processes": entries}), work)
 
 
+@cli.command(epilog=EPILOG)
+@click.argument("pid", type=click.IntRange(min=1))
+@click.option(
+    "--deadline",
+    type=click.FloatRange(0.5, 60),
+    default=8.0,
+    show_default=True,
+    callback=lambda ctx, param, value: _finite(value),
+    help="Seconds the read may take at most; past them it answers from what it read by then.",
+)
+def probe(pid: int, deadline: float) -> None:
+    """For a startup, liveness or health probe: will this start end on its own?
+
+    Exit 0 while the server is ready or making progress (compiling, building, loading, waiting on
+    something that moves); non-zero only for a state that does not end on its own (a stale lock,
+    a rank that never came, compile workers gone, the eager formatting). The first line,
+    `ok|warning|stuck: PID N: ID summary; step`, is what a kubelet keeps in the pod's event.
+    Reads the PID and the processes below it; stacks (py-spy, the diagnose extra) only where they decide.
+    """
+    from patcher.diagnose import probe as probing
+    from patcher.install import definitions
+
+    try:
+        answer = probing.probe(pid, definitions.load(), commands.program(), deadline)
+    except LazylogError as error:
+        commands.failed(commands.Given("probe"), error)
+    click.echo("\n".join(answer.lines()))
+    sys.exit(int(answer.code))
+
+
 @cli.command()
 @click.argument(
     "wheels", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)

@@ -44,6 +44,7 @@ class Declaration(NamedTuple):
     evidence: str | None  # "lock", "workers" or "peers"
     when: tuple[tuple[str, bool], ...]
     judged: str | None  # "formatting", "progress", "torch" or "peers"
+    ends: bool = True  # the state ends on its own (a probe's exit 0); False: only a person ends it
 
     @property
     def waits_on_lock(self) -> bool:
@@ -103,6 +104,7 @@ def _declared(data: dict[str, Any]) -> Declaration:
         evidence=data.get("evidence"),
         when=tuple(data.get("when", {}).items()),
         judged=data.get("judged"),
+        ends=data["ends"],
     )
 
 
