@@ -121,7 +121,7 @@ def test_every_finding_says_whether_it_ends_and_the_page_lists_the_table() -> No
     stuck = {f.kind for f in catalog.findings if not f.ends}
     assert stuck == {
         "eager-formatting", "jit-lock-stale", "soft-lock-stale", "compile-workers-gone",
-        "compile-workers-gone-writing", "rank-absent",
+        "compile-workers-gone-writing", "rank-absent", "strict-lock-orphaned",
     }  # fmt: skip
     rows = re.findall(r"^\| (TL-D\d+) \| ([a-z-]+) \| (yes|no: stuck) \|$", block("probe-ends"), re.M)
     assert rows == [(f.id, f.kind, "yes" if f.ends else "no: stuck") for f in catalog.findings]
