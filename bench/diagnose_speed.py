@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from patcher.diagnose import procs, stacks, verdict
+from patcher.diagnose import judge, procs, stacks
 from tests import realdata
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,7 +37,7 @@ def _formatting(spy: str, pid: int) -> bool:
         sample = stacks.dump(spy, pid)
     except stacks.Failed:
         return False
-    return any((f := verdict.formatting(s)) is not None and f[0] == "eager" for s in sample)
+    return any((f := judge.formatting(s)) is not None and f[0] == "eager" for s in sample)
 
 
 def _ranks(parent: int, spy: str, timeout: float = 900) -> list[int]:

@@ -17,7 +17,7 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
-from patcher.diagnose import findings, procs, render, verdict
+from patcher.diagnose import findings, judge, procs, render
 from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Reach, Start, TorchFacts, Unreadable, Workers
 
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
@@ -49,7 +49,7 @@ def report(
     found: list[render.Diagnosed], problems: list[Unreadable] | None = None, words: render.Words = WORDS
 ) -> Report:
     """The run's report as run.diagnose makes it: the verdict decides, render says."""
-    first, code = verdict.decide([d.finding for d in found], problems or [], RULES)
+    first, code = judge.decide([d.finding for d in found], problems or [], RULES)
     return render.report(found, first, code, problems or [], words)
 
 

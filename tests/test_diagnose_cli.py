@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from patcher.diagnose.verdict import START_RESOLUTION
+from patcher.diagnose.judge import START_RESOLUTION
 from tests.diagnosing import NOBODY, TAG, diagnose_json, diagnose_text, loading
 from tests.helpers import readme_json_fields
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.diagnose import procs, stacks, verdict
+from patcher.diagnose import judge, procs, stacks
 from tests.conftest import need, torch_venv
 from tests.diagnosing import diagnose_json, diagnose_text, running
 from tests.docs import command, commands
@@ -39,7 +39,7 @@ def _formatting(pid: int, timeout: float = 300, how: str = "eager") -> None:
             sample = stacks.dump(spy, pid)
         except stacks.Failed:
             sample = ()
-        if any((f := verdict.formatting(s)) and f[0] == how for s in sample):
+        if any((f := judge.formatting(s)) and f[0] == how for s in sample):
             return
         time.sleep(0.5)
     pytest.fail(f"process {pid} never reached the {how} formatting in {timeout:.0f} s")

@@ -14,7 +14,7 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice
-from patcher.diagnose import findings, procs, render, stacks, verdict
+from patcher.diagnose import findings, judge, procs, render, stacks
 from patcher.diagnose.model import (
     Cpu,
     Evidence,
@@ -70,7 +70,7 @@ def _judged(
     name: str, read: Evidence = NOTHING_READ, torch: TorchFacts = EAGER, **process: Any
 ) -> render.Diagnosed:
     samples = [_recorded(name)] * 3
-    found = verdict.finding_of(_process(**process), samples, torch, read, RULES)
+    found = judge.finding_of(_process(**process), samples, torch, read, RULES)
     return render.Diagnosed(_process(**process), torch, found, False)
 
 
@@ -102,15 +102,15 @@ def test_a_lock_read_beside_a_busy_or_formatting_process_is_not_its_finding() ->
     """Everything is read before judging; the verdict alone decides that a lock counts only for an
     idle process that is not formatting."""
     lock = _lock(LOCK, LOCK, 5.0, ())
-    idle = verdict.finding_of(
+    idle = judge.finding_of(
         _process(), [_recorded("jit-lock-wait")] * 2, EAGER, evidence(lock=lock, cpu=IDLE), RULES
     )
     assert idle.kind == "jit-lock-stale"
     busy = [_recorded("compiling-1"), _recorded("compiling-2")]
-    assert verdict.finding_of(_process(), busy, EAGER, evidence(lock=lock, cpu=BUSY), RULES).kind == "moving"
+    assert judge.finding_of(_process(), busy, EAGER, evidence(lock=lock, cpu=BUSY), RULES).kind == "moving"
     hang = [_recorded("eager-depth26")] * 2
     assert (
-        verdict.finding_of(_process(), hang, EAGER, evidence(lock=lock, cpu=IDLE), RULES).kind
+        judge.finding_of(_process(), hang, EAGER, evidence(lock=lock, cpu=IDLE), RULES).kind
         == "eager-formatting"
     )
 
@@ -297,7 +297,7 @@ def test_a_write_to_a_gone_sidecar_is_named_as_a_blocked_write() -> None:
     )
     (reader,) = [s for s in sample if s.thread == "InductorSubproc"]
     blocked = (Stack("MainThread", writing), reader)
-    found = verdict.finding_of(
+    found = judge.finding_of(
         _process(), [blocked] * 3, EAGER, evidence(workers=_workers(None, (11,), "subprocess")), RULES
     )
     assert (found.kind, found.code, found.id) == ("compile-workers-gone-writing", ExitCode.STALLED, "TL-D202")
@@ -306,7 +306,7 @@ def test_a_write_to_a_gone_sidecar_is_named_as_a_blocked_write() -> None:
         d, WORDS
     ) and "anon_pipe_write" in render.paragraph(d, WORDS)
     assert (render.next_step(d, WORDS) or "").startswith("kill 4242 11; cd /app && env ")
-    alive = verdict.finding_of(
+    alive = judge.finding_of(
         _process(), [blocked] * 3, EAGER, evidence(workers=_workers(99, ()), cpu=IDLE), RULES
     )
     assert alive.kind == "eager-torch"
@@ -321,7 +321,7 @@ def test_the_read_thread_alone_is_an_idle_pool_not_a_wait() -> None:
     (reader,) = [s for s in _recorded("pool-wait") if s.thread == "InductorSubproc"]
     elsewhere = _recorded("rank-elsewhere")[0]
     read = evidence(workers=_workers(None, ()), cpu=IDLE)
-    assert verdict.finding_of(_process(), [(reader, elsewhere)] * 2, EAGER, read, RULES).kind == "eager-torch"
+    assert judge.finding_of(_process(), [(reader, elsewhere)] * 2, EAGER, read, RULES).kind == "eager-torch"
 
 
 JOB = Launch(None, "127.0.0.1:29500", 0, 2, None)  # a hand-made launcher's variables: one machine
@@ -337,11 +337,11 @@ def _ranks(
     judged = [
         (
             waiting,
-            verdict.finding_of(waiting, [_recorded("rank-barrier")] * 2, EAGER, evidence(cpu=IDLE), RULES),
+            judge.finding_of(waiting, [_recorded("rank-barrier")] * 2, EAGER, evidence(cpu=IDLE), RULES),
         ),
-        (other, verdict.finding_of(other, [_recorded(n) for n in odd], EAGER, evidence(cpu=cpu), RULES)),
+        (other, judge.finding_of(other, [_recorded(n) for n in odd], EAGER, evidence(cpu=cpu), RULES)),
     ]
-    return verdict.with_peers(judged, RULES)
+    return judge.with_peers(judged, RULES)
 
 
 def test_ranks_out_of_step_name_the_odd_rank_and_where_it_is() -> None:
@@ -391,10 +391,10 @@ def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
     stranger = _process(12, 1, launch=Launch("job-8", None, 0, 2, None))
     samples = {10: "rank-barrier", 11: "rank-elsewhere", 12: "rank-elsewhere"}
     judged = [
-        (p, verdict.finding_of(p, [_recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [_recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in (waiting, other, stranger)
     ]
-    first, odd, third = verdict.with_peers(judged, RULES)
+    first, odd, third = judge.with_peers(judged, RULES)
     assert first.kind == "ranks-out-of-step" and [r.pid for r in first.peers.odd] == [11]  # type: ignore[union-attr]
     assert first.peers is not None and first.peers.absent == (2, 3)
     said = render.paragraph(render.Diagnosed(waiting, LAZY, first, False), WORDS)
@@ -404,11 +404,11 @@ def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
 
 def test_a_rank_read_alone_names_its_collective_and_its_absent_ranks() -> None:
     alone = _process(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2, None))
-    (found,) = verdict.with_peers(
+    (found,) = judge.with_peers(
         [
             (
                 alone,
-                verdict.finding_of(alone, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+                judge.finding_of(alone, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES),
             )
         ],
         RULES,
@@ -434,28 +434,28 @@ def test_a_process_without_the_jobs_variables_is_never_a_rank() -> None:
     ranks = [_process(10 + r, 1, launch=world._replace(rank=r)) for r in range(4)]
     exporter = _process(20, 1)  # same parent, no launcher's variables
     judged = [
-        (p, verdict.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in ranks
     ]
     judged.append(
         (
             exporter,
-            verdict.finding_of(exporter, [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+            judge.finding_of(exporter, [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES),
         )
     )
-    *found, other = verdict.with_peers(judged, RULES)
+    *found, other = judge.with_peers(judged, RULES)
     assert {(f.kind, f.code, f.id) for f in found} == {("rank-absent", ExitCode.STALLED, "TL-D305")}
     assert (other.kind, other.awaited_by) == ("lazy", ())
     said = render.paragraph(render.Diagnosed(ranks[0], LAZY, found[0], False), WORDS)
     assert "for rank 4 of its job, which no process on this machine is" in said and "PID 20" not in said
-    assert verdict.decide([*found, other], [], RULES)[1] == ExitCode.STALLED
+    assert judge.decide([*found, other], [], RULES)[1] == ExitCode.STALLED
     elsewhere = world._replace(master="10.0.0.1:29500")  # the rendezvous on another host: rank 4 may be there
     remote = [p._replace(launch=elsewhere._replace(rank=p.launch.rank)) for p in ranks]
     judged = [
-        (p, verdict.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in remote
     ]
-    assert {f.kind for f in verdict.with_peers(judged, RULES)} == {"in-collective"}
+    assert {f.kind for f in judge.with_peers(judged, RULES)} == {"in-collective"}
 
 
 def test_a_process_of_the_same_parent_is_not_the_rank_a_job_waits_for() -> None:
@@ -481,9 +481,9 @@ def test_a_process_of_the_same_parent_is_not_the_rank_a_job_waits_for() -> None:
 def test_busy_and_moving_is_progress_with_its_torchs_code(names: list[str], cpu: Cpu, kind: str) -> None:
     """Busy or idle between two compiles, a server on an eager torch gets one exit code and one step
     (the torch's: apply), whichever a read catches; on a lazy torch, 0 and no step."""
-    found = verdict.finding_of(_process(), [_recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
+    found = judge.finding_of(_process(), [_recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
     assert found.kind == kind and found.code == ExitCode.EAGER
-    idle = verdict.finding_of(_process(), [_recorded(names[0])] * 2, EAGER, evidence(cpu=IDLE), RULES)
+    idle = judge.finding_of(_process(), [_recorded(names[0])] * 2, EAGER, evidence(cpu=IDLE), RULES)
     d, other = (
         render.Diagnosed(_process(), EAGER, found, False),
         render.Diagnosed(_process(), EAGER, idle, False),
@@ -494,13 +494,13 @@ def test_busy_and_moving_is_progress_with_its_torchs_code(names: list[str], cpu:
         assert "0.40 s of CPU in 0.50 s" in render.paragraph(d, WORDS)
         assert render.next_step(d, WORDS) == "torch-lazylog apply --python /venv/bin/python"
         assert found.phase == "Inductor compiling (get_patched_config_dict)"
-        lazy = verdict.finding_of(_process(), [_recorded(n) for n in names], LAZY, evidence(cpu=cpu), RULES)
+        lazy = judge.finding_of(_process(), [_recorded(n) for n in names], LAZY, evidence(cpu=cpu), RULES)
         assert (lazy.kind, lazy.code) == ("moving", ExitCode.OK)
         assert render.next_step(render.Diagnosed(_process(), LAZY, lazy, False), WORDS) is None
 
 
 def test_a_lazy_idle_process_is_exit_0() -> None:
-    found = verdict.finding_of(_process(), [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES)
+    found = judge.finding_of(_process(), [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES)
     assert (found.kind, found.code, found.id) == ("lazy", ExitCode.OK, "TL-D503")
 
 
@@ -508,7 +508,7 @@ def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -
     eager = render.Diagnosed(
         _process(1),
         EAGER,
-        verdict.finding_of(_process(1), [_recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
+        judge.finding_of(_process(1), [_recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
         False,
     )
     stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
@@ -587,14 +587,14 @@ def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() 
     """Recorded on torch 2.10.0 past Dynamo's recompile limit (tests/scenarios/stalls.py fallback):
     the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""
     samples = [_recorded("recompile-fallback-1"), _recorded("recompile-fallback-2")]
-    found = verdict.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
+    found = judge.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
     assert (found.kind, found.code) == ("moving", ExitCode.EAGER)  # the torch's code: it runs an eager torch
     assert found.phase is not None and found.phase.startswith(
         "running a torch.compile'd function, not compiling it"
     )
     assert "compile_wrapper" in found.phase and "tracing" not in found.phase
     tracing = _recorded("compiling-1")
-    assert "Dynamo tracing" not in (verdict.phase_of([tracing], RULES) or "Dynamo tracing (x)")
+    assert "Dynamo tracing" not in (judge.phase_of([tracing], RULES) or "Dynamo tracing (x)")
 
 
 def test_diagnose_names_none_of_the_packages_other_types() -> None:

@@ -73,7 +73,7 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
             id="core-imports-subprocess-lazily",
         ),
         pytest.param(
-            "patcher.diagnose.verdict",
+            "patcher.diagnose.judge",
             "from patcher.install import engine",
             "diagnose reads what verify reads and never imports what writes",
             id="diagnose-imports-the-writer",

@@ -48,7 +48,7 @@ def _judged(
     busy: probe.Busy, torch: TorchFacts, samples: list[Sample] | None, unread: str = ""
 ) -> probe.Answer | None:
     facts = probe.Probe(1, PROCESS, torch, busy, samples, unread)
-    return probe.judge(facts, "torch-lazylog", findings.load())
+    return probe.answer_of(facts, "torch-lazylog", findings.load())
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_idle_is_left_to_diagnoses_whole_reading() -> None:
 
 def test_a_missing_process_is_non_zero() -> None:
     facts = probe.Probe(7, Unreadable(7, "missing", ""), None, IDLE, None, "")
-    answer = probe.judge(facts, "torch-lazylog", findings.load())
+    answer = probe.answer_of(facts, "torch-lazylog", findings.load())
     assert answer is not None and answer.code != ExitCode.OK and answer.lines()[0].startswith("stuck: PID 7:")
 
 

@@ -1,7 +1,7 @@
 """diagnose's one table (patches/diagnose_findings.json, shipped as patcher/patches/): each kind of
 finding with its ID, exit code, severity, sentence and step, the frames that match it and the evidence
 it reads; each reason a process could not be read with its exit code and sentence. Parsed into typed
-declarations that the verdict, render and the JSON read; matching a stack against them is pure."""
+declarations that judge, render and the JSON read; matching a stack against them is pure."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the findings' table): the lock protocols and the frames that wait on them, the variables a launcher
 puts in a rank's environment, and how a runtime or orchestrator names a container. Each row carries
 the releases it was read from. Parsed and checked once; a malformed table fails loudly here, never
-as a silent miss in a verdict."""
+as a silent miss in a judge."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ from typing import Literal, NamedTuple
 from patcher.core.errors import LazylogError
 from patcher.core.exitcodes import ExitCode
 from patcher.core.spec import PatchSpec
-from patcher.diagnose import findings, procs, stacks, torchstate, verdict
+from patcher.diagnose import findings, judge, procs, stacks, torchstate
 from patcher.diagnose.findings import Catalog
 from patcher.diagnose.model import Cpu, ProcessFacts, Sample, TorchFacts, Unreadable
 
@@ -144,7 +144,7 @@ def _eager_in_every(samples: list[Sample]) -> tuple[bool, int]:
     """Whether every dump shows the eager formatting, and its deepest __str__ chain."""
     depths = []
     for sample in samples:
-        found = [f for s in sample if (f := verdict.formatting(s)) is not None and f[0] == "eager"]
+        found = [f for s in sample if (f := judge.formatting(s)) is not None and f[0] == "eager"]
         if not found:
             return False, 0
         depths.append(max(f[1] for f in found))
@@ -218,7 +218,7 @@ def _apply(process: ProcessFacts, program: str) -> str:
     return f"{program} apply --python {shlex.quote(process.interpreter)}"
 
 
-def judge(probe: Probe, program: str, catalog: Catalog) -> Answer | None:
+def answer_of(probe: Probe, program: str, catalog: Catalog) -> Answer | None:
     """The answer from what was read, or None when only diagnose's whole reading can tell (idle)."""
     process, busy, pid = probe.process, probe.busy, probe.pid
     if isinstance(process, Unreadable) and process.why == "missing":
@@ -293,7 +293,7 @@ def probe(pid: int, spec: PatchSpec, program: str, deadline: float) -> Answer:
         try:
             read_ = read(pid, spec)
             partial.append(read_.busy)
-            answer = judge(read_, program, catalog)
+            answer = answer_of(read_, program, catalog)
             result.append(answer if answer is not None else whole(pid, spec, program, read_.busy, catalog))
         except BaseException as error:  # raised again in the caller's thread, caught at the edge
             errors.append(error)

@@ -617,7 +617,7 @@ def report(
     found: list[Diagnosed], first: int | None, code: ExitCode, problems: list[Unreadable], words: Words
 ) -> Report:
     """The run's one report: every process's paragraph and the notes (processes that ended before
-    they were read); the code the verdict decided; the step and the torch of the process that
+    they were read); the code judge decided; the step and the torch of the process that
     decides it (`first`), and the sentences of the PIDs that could not be read as its problems."""
     notes = [u for u in problems if words.catalog.unread[u.why].code == ExitCode.OK]
     missing = tuple(

@@ -1,5 +1,5 @@
 """diagnose in three steps: read (one listing of /proc, /proc/locks, the dumps, the torch each process
-loaded, what each finding may ask for), judge (patcher/diagnose/verdict.py, pure), say (render)."""
+loaded, what each finding may ask for), judge (patcher/diagnose/judge.py, pure), say (render)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from patcher.core.spec import PatchSpec
 from patcher.diagnose import (
     claims,
     findings,
+    judge,
     locks,
     procs,
     render,
@@ -20,7 +21,6 @@ from patcher.diagnose import (
     stacks,
     torchstate,
     tracing,
-    verdict,
 )
 from patcher.diagnose.findings import Catalog
 from patcher.diagnose.model import Cpu, Evidence, ProcessFacts, Sample, TorchFacts, Unreadable
@@ -180,8 +180,8 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     words = render.Words(catalog, options.program, spy, rights)
     read, unread = _read(options, spec, table, found, catalog, words.spy) if found else ([], [])
     problems += unread
-    said = [verdict.finding_of(r.process, r.samples, r.torch, r.evidence, catalog) for r in read]
-    said = verdict.with_peers([(r.process, f) for r, f in zip(read, said, strict=True)], catalog)
+    said = [judge.finding_of(r.process, r.samples, r.torch, r.evidence, catalog) for r in read]
+    said = judge.with_peers([(r.process, f) for r, f in zip(read, said, strict=True)], catalog)
     diagnosed = [
         render.Diagnosed(r.process, r.torch, f, r.exited)
         for r, f in zip(read, said, strict=True)
@@ -190,7 +190,7 @@ def diagnose(options: Options, spec: PatchSpec) -> tuple[Report, list[dict[str, 
     notes = [u for u in problems if catalog.unread[u.why].code == ExitCode.OK]
     if not diagnosed and len(problems) == 1 and not notes:
         raise LazylogError(catalog.unread[problems[0].why].code, render.unread(problems[0], catalog, rights))
-    first, code = verdict.decide([d.finding for d in diagnosed], problems, catalog)
+    first, code = judge.decide([d.finding for d in diagnosed], problems, catalog)
     entries = [render.entry(d, words) for d in diagnosed] + [
         render.unreadable_entry(u, words) for u in problems
     ]

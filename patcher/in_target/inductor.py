@@ -137,8 +137,8 @@ def filtered(probe: Probe, depth: int, out: dict[str, Any]) -> None:
         out["unable"] = NOT_REACHED
         return
     calls = len(probe.calls_for("f"))
-    verdict = "matches" if correct else "differs from"
-    probe.check("compiled_result_correct", correct, f"compiled output {verdict} the eager output")
+    said = "matches" if correct else "differs from"
+    probe.check("compiled_result_correct", correct, f"compiled output {said} the eager output")
     probe.check(
         "not_formatted_when_filtered",
         calls == 0,
@@ -196,8 +196,8 @@ def error(probe: Probe, config: Any) -> None:
         config.implicit_fallbacks, dynamo.suppress_errors = saved, suppressed
     texts = [text for text in probe.calls_for("e") if text]
     carried = bool(texts) and texts[-1] in message
-    verdict = "carries" if carried else "lacks"
-    probe.check("error_carries_operator_text", carried, f"the raised error {verdict} the operator text")
+    said = "carries" if carried else "lacks"
+    probe.check("error_carries_operator_text", carried, f"the raised error {said} the operator text")
 
 
 def run_phases(probe: Probe, depth: int, config: Any, out: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice, Report
-from patcher.diagnose import render, stacks, verdict
+from patcher.diagnose import judge, render, stacks
 from patcher.diagnose.model import Frame, ProcessFacts, Sample, Stack, TorchFacts
 from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, report
 
@@ -62,7 +62,7 @@ def _outside(sample: Sample) -> Sample:
 
 def test_the_recorded_hang_is_the_eager_formatting() -> None:
     sample = _recorded()
-    found = verdict.finding_of(_process(), [sample] * 4 + [_outside(sample)], EAGER, NOTHING_READ, RULES)
+    found = judge.finding_of(_process(), [sample] * 4 + [_outside(sample)], EAGER, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.samples, found.in_formatting) == ("eager-formatting", 1, 5, 4)
     str_frames = [
         f
@@ -87,7 +87,7 @@ def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
     )
     sample = _with_caller(_recorded(), lazy_str)
     process = _process(torch_logs="+inductor")
-    found = verdict.finding_of(process, [sample] * 3, LAZY, NOTHING_READ, RULES)
+    found = judge.finding_of(process, [sample] * 3, LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting) == ("info-formatting", 0, 3)
     said = render.paragraph(render.Diagnosed(process, LAZY, found, False), WORDS)
     assert "TORCH_LOGS=+inductor" in said and "lazy, not free" in said
@@ -96,7 +96,7 @@ def test_through_logging_it_is_info_on_not_the_eager_bug() -> None:
 
 def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
     other = Frame("OperatorIssue.__str__", "/venv/lib/python3/site-packages/torch/_inductor/exc.py", 40, ())
-    found = verdict.finding_of(_process(), [_with_caller(_recorded(), other)], LAZY, NOTHING_READ, RULES)
+    found = judge.finding_of(_process(), [_with_caller(_recorded(), other)], LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting) == ("lazy", 0, 0)
 
 
@@ -111,23 +111,23 @@ def test_operator_str_from_elsewhere_is_not_the_eager_formatting() -> None:
 )
 def test_not_formatting_names_where_it_is(torch: TorchFacts, started: float, kind: str, code: int) -> None:
     sample = _outside(_recorded())
-    found = verdict.finding_of(_process(started), [sample, sample], torch, NOTHING_READ, RULES)
+    found = judge.finding_of(_process(started), [sample, sample], torch, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.in_formatting, found.depth) == (kind, code, 0, 0)
-    assert found.frames == sample[0].frames[: verdict.INNERMOST]
+    assert found.frames == sample[0].frames[: judge.INNERMOST]
     said = render.paragraph(render.Diagnosed(_process(started), torch, found, False), WORDS)
     assert "GraphLowering.call_function (torch/_inductor/graph.py:1285)" in said
     assert ("restart it" in said) == (started < 100.0)
 
 
 def test_in_the_formatting_after_apply_says_restart() -> None:
-    found = verdict.finding_of(_process(50.0), [_recorded()], LAZY, NOTHING_READ, RULES)
+    found = judge.finding_of(_process(50.0), [_recorded()], LAZY, NOTHING_READ, RULES)
     assert (found.kind, found.code, found.restart) == ("eager-formatting", 1, True)
     d = render.Diagnosed(_process(50.0), LAZY, found, False)
     assert "restart it" in render.paragraph(d, WORDS) and render.next_step(d, WORDS) is None
 
 
 def test_a_torch_replaced_under_the_process_says_restart() -> None:
-    found = verdict.finding_of(
+    found = judge.finding_of(
         _process(torch_replaced=True), [_outside(_recorded())], LAZY, NOTHING_READ, RULES
     )
     assert (found.kind, found.restart) == ("stale-import", True)
@@ -135,12 +135,12 @@ def test_a_torch_replaced_under_the_process_says_restart() -> None:
 
 def test_the_run_reports_the_most_severe_code() -> None:
     eager = render.Diagnosed(
-        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
+        _process(), EAGER, judge.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
     )
     lazy = render.Diagnosed(
         _process(pid=7),
         LAZY,
-        verdict.finding_of(_process(pid=7), [_outside(_recorded())], LAZY, NOTHING_READ, RULES),
+        judge.finding_of(_process(pid=7), [_outside(_recorded())], LAZY, NOTHING_READ, RULES),
         False,
     )
     said = report([lazy, eager])
@@ -152,7 +152,7 @@ def test_the_run_reports_the_most_severe_code() -> None:
 def test_the_apply_it_names_is_run_as_the_tool_was() -> None:
     """From the single file (no `torch-lazylog` command), the apply is the file run by its Python."""
     eager = render.Diagnosed(
-        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
+        _process(), EAGER, judge.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
     )
     program = "python3 -B /mnt/torch-lazylog.pyz"
     line = f"{program} apply --python /venv/bin/python"
@@ -180,7 +180,7 @@ def test_every_process_entry_has_the_same_fields() -> None:
     from patcher.diagnose.model import Unreadable
 
     found = render.Diagnosed(
-        _process(), EAGER, verdict.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
+        _process(), EAGER, judge.finding_of(_process(), [_recorded()], EAGER, NOTHING_READ, RULES), False
     )
     unread = render.unreadable_entry(Unreadable(7, "rights", "python serve.py", "memory map"), WORDS)
     assert list(render.entry(found, WORDS)) == list(unread) == list(render.ENTRY_FIELDS)
