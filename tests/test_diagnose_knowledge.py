@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from patcher.diagnose import claims, findings, knowledge, locks, procs
+from patcher.diagnose import claims, knowledge, locks, procs
 from patcher.diagnose.model import Frame, Launch, ProcessFacts, Stack
+from patcher.install import definitions
 
 WAIT = "/venv/lib/python3/site-packages/filelock/_core/_acquire.py"
 
@@ -25,7 +26,7 @@ def _waiter(cls: str) -> Stack:
 @pytest.fixture
 def table() -> dict[str, object]:
     """The shipped table, as data a test may change (the shipped one stays as loaded)."""
-    data: dict[str, object] = json.loads(findings.text(knowledge.NAME))
+    data: dict[str, object] = json.loads(definitions.text(knowledge.NAME))
     return data
 
 
@@ -35,7 +36,7 @@ def _use(data: dict[str, object], monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_every_row_names_the_releases_it_was_read_from() -> None:
-    data = json.loads(findings.text(knowledge.NAME))
+    data = json.loads(definitions.text(knowledge.NAME))
     rows = [*data["locks"], *data["waits"], data["strict_claims"], *data["launchers"], *data["runtimes"]]
     assert rows and all(row["read_from"] for row in rows)
     known = knowledge.load()

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from patcher.core.exitcodes import ExitCode
 from patcher.diagnose.model import FindingKind, Frame, Problem, Stack
+from patcher.install import definitions
 
 NAME = "diagnose_findings.json"
 TORCH_CODE = "TORCH"  # the code of the loaded torch's state (verify's)
@@ -123,22 +123,9 @@ def parse(text: str) -> Catalog:
     )
 
 
-def text(name: str = NAME) -> str:
-    """A file of patches/ wherever the package is: installed or packed in the single file
-    (patcher.patches), or a checkout run as it is (its top-level patches/)."""
-    from importlib import import_module
-    from importlib.resources import files
-
-    try:
-        package = import_module("patcher.patches")
-    except ModuleNotFoundError:
-        return (Path(__file__).resolve().parent.parent.parent / "patches" / name).read_text(encoding="utf-8")
-    return files(package).joinpath(name).read_text(encoding="utf-8")
-
-
 @functools.cache
 def load() -> Catalog:
-    return parse(text())
+    return parse(definitions.text(NAME))
 
 
 def thread_matches(stack: Stack, pattern: ThreadPattern) -> bool:

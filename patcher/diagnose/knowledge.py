@@ -11,8 +11,8 @@ import json
 import re
 from typing import Any, NamedTuple, get_args
 
-from patcher.diagnose import findings
 from patcher.diagnose.model import Protocol
+from patcher.install import definitions
 
 NAME = "diagnose_knowledge.json"
 
@@ -136,4 +136,4 @@ def parse(text: str) -> Knowledge:
 
 @functools.cache
 def load() -> Knowledge:
-    return parse(findings.text(NAME))
+    return parse(definitions.text(NAME))

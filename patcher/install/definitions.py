@@ -8,8 +8,9 @@ from patcher.core.spec import PATCH_NAME, PatchSpec, parse
 
 
 def text(name: str) -> str:
-    """A file of patches/ (a patch definition, diagnose's findings table), wherever the package is: installed (pyproject maps the checkout's top-level
-    patches/ to patcher/patches/), a checkout, or packed in a zip (the single-file build). Plain
+    """A file of patches/ (a patch definition, diagnose's findings and knowledge tables), wherever the
+    package is: installed (pyproject maps the checkout's top-level patches/ to patcher/patches/), a
+    checkout, or packed in a zip (the single-file build). Plain
     files are read directly (importlib.resources costs verify more than its own work); anything
     else through importlib.resources."""
     from importlib import import_module
