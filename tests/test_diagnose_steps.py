@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patcher.diagnose import procs, render
+from patcher.diagnose import locks, procs, render
 from patcher.diagnose.model import Hidden, Position, Reach, Start
 from patcher.diagnose.steps import Step, Where
 from tests.diagnosing import WORDS, evidence
@@ -80,3 +80,19 @@ def test_a_read_that_does_not_return_is_not_read_in_time(monkeypatch: pytest.Mon
     assert procs.bounded(lambda: 42) == 42
     with pytest.raises(FileNotFoundError):
         procs.bounded(lambda: Path("/nonexistent/file").read_bytes())
+
+
+@pytest.mark.parametrize(
+    ("options", "hides"),
+    [
+        ("rw", False),
+        ("rw,hidepid=0", False),
+        ("rw,hidepid=2", True),
+        ("rw,hidepid=invisible,subset=pid", True),
+    ],
+)
+def test_a_reader_not_root_misses_processes_only_where_proc_hides_them(options: str, hides: bool) -> None:
+    """Another user's processes are listed, and counted unreadable, unless /proc's hidepid hides them."""
+    mountinfo = f"1 0 8:1 / / rw - ext4 /dev/root rw\n22 1 0:21 / /proc rw,relatime - proc proc {options}\n"
+    assert locks.hides_others(mountinfo) is hides
+    assert locks.hides_others("1 0 8:1 / / rw - ext4 /dev/root rw\n") is True

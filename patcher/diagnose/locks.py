@@ -173,9 +173,27 @@ def out_of_view(mount: Mount | None, unread: int, late: bool) -> tuple[Hidden, .
         hidden.append("pid-namespace")
     if unread and procs.rights() != "root-ptrace":  # what root with CAP_SYS_PTRACE cannot read, none can
         hidden.append("unreadable")
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 and others_hidden():
         hidden.append("not-root")
     return tuple(hidden)
+
+
+def others_hidden() -> bool:
+    """Whether /proc hides other users' processes from this reader (mounted with `hidepid`). Without
+    it a reader that is not root lists every process of its PID namespace, and those of other users
+    it cannot read are counted as unreadable (`unread`): being another user hides nothing more."""
+    return hides_others(_read(f"{PROC}/self/mountinfo"))
+
+
+def hides_others(mountinfo: str) -> bool:
+    """From a mountinfo: whether its /proc is mounted with a `hidepid` that hides processes; True
+    when it has no /proc (nothing then shows that every process is listed)."""
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) > 4 and fields[4] == "/proc" and " - proc " in line:
+            options = line.split(" - ", 1)[1].split()[-1].split(",")
+            return any(o.startswith("hidepid=") and o not in ("hidepid=0", "hidepid=off") for o in options)
+    return True
 
 
 def _source(root: str, filename: str) -> str | None:
