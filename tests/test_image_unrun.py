@@ -261,6 +261,16 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _documented(line: int, values: dict[str, str | list[str]]) -> subprocess.CompletedProcess[str]:
+    """The README's `line` (0: CI's, 1: a fleet's) with this test's references, no engine in reach."""
+    from tests.docs import command
+
+    argv = command("image-unrun", {"torch-lazylog": [sys.executable, "-m", "patcher"], **values}, line)
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=600, env={**os.environ, **NOWHERE}, cwd=images.ROOT
+    )
+
+
 def _lines(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
@@ -380,8 +390,8 @@ def test_archives_and_layouts_answer_as_verify_in_the_container(small: Small) ->
                 "exit_code": answer["exit_code"],
             }
         ]
-    only_patched = _run("--image", small.oci("patched"))
-    assert only_patched.returncode == 0, only_patched.stdout
+    ci = _documented(0, {"oci-archive:image.oci.tar": small.oci_archive("patched")})
+    assert ci.returncode == 0 and "formats the implicit-fallback log lazily" in ci.stdout, ci
     assert _containers() == before  # no container was created to read them
 
 
@@ -448,8 +458,12 @@ def test_a_registry_answers_as_verify_in_the_container(small: Small, tmp_path: P
         _skopeo(
             "copy", "--all", "--dest-tls-verify=false", small.oci("multi"), f"docker://{host}/unrun:multi"
         )
-        done = _run(
-            *[w for name in ("eager", "patched") for w in ("--image", f"docker://{host}/unrun:{name}")]
+        done = _documented(
+            1,
+            {
+                "docker://HOST/team/server:TAG": f"docker://{host}/unrun:eager",
+                "docker://HOST/team/trainer:TAG": f"docker://{host}/unrun:patched",
+            },
         )
         assert done.returncode == 1, done.stderr
         eager, patched = _lines(done)
@@ -462,3 +476,40 @@ def test_a_registry_answers_as_verify_in_the_container(small: Small, tmp_path: P
         assert absent.returncode == 4
         (answer,) = _lines(absent)
         assert "HTTP 404" in answer["message"] and f"docker://{host}/unrun:nothing" in answer["message"]
+
+
+@pytest.mark.image
+def test_the_stand_in_base_from_a_registry(tmp_path: Path) -> None:
+    """The full case: the 2.10.0 stand-in base (a real torch install, its pycs) and the README's step
+    over it, pushed to the registry and read from it, each as verify in its container answers."""
+    base = need_image(images.rocm_base)
+    patched = _tag("standin-patched")
+    root = tmp_path / "context"
+    root.mkdir()
+    try:
+        with images.tool_named():
+            _build(root, patched, f"FROM {base}\n{readme_snippet()}")
+        with images.tool_volume() as volume:
+            shown = images.docker(
+                "run", "--rm", "--network=none", "-v", f"{volume}:/mnt:ro", base,
+                "python3", "-B", "/mnt/torch-lazylog", "verify", "--json", timeout=300,
+            )  # fmt: skip
+        eager_there = json.loads(shown.stdout)
+        patched_there = _in_container(patched)
+        with registry(tmp_path) as host:
+            for tag, name in ((base, "eager"), (patched, "patched")):
+                _skopeo(
+                    "copy", "--dest-tls-verify=false", "--dest-compress-level=1",
+                    f"docker-daemon:{tag}", f"docker://{host}/standin:{name}",
+                )  # fmt: skip
+            done = _run(
+                "--image", f"docker://{host}/standin:eager", "--image", f"docker://{host}/standin:patched"
+            )
+    finally:
+        images.docker("image", "rm", "-f", patched, timeout=120)
+    assert done.returncode == 1, done.stderr
+    eager, lazy = _lines(done)
+    assert eager["exit_code"] == 1 and eager["pycs"], eager  # pip's pycs, read from their headers
+    assert eager["next"].endswith(" apply") and eager_there["next"].endswith(" apply")
+    assert _without_image_fields(eager) | {"next": None} == eager_there | {"next": None}
+    assert lazy["exit_code"] == 0 and _without_image_fields(lazy) == patched_there
