@@ -15,13 +15,7 @@ from typing import Any, NamedTuple
 from patcher.core import record
 from patcher.core.errors import LazylogError, environment
 from patcher.core.hashes import sha256
-from patcher.core.installed import (
-    FileStat,
-    Interpreter,
-    Pyc,
-    Snapshot,
-    Target,
-)
+from patcher.core.installed import FileStat, Interpreter, Mode, Pyc, Snapshot, Target
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -34,7 +28,7 @@ GRAPH = "torch/_inductor/graph.py"
 _VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 _MINOR = re.compile(r"python(3\.[0-9]+)t?")
 _PYC_NAME = re.compile(r"graph\.([^.]+)(?:\.opt-([0-9]+))?\.pyc")
-_MODES: dict[int, Any] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}  # PEP 552's flags
+_MODES: dict[int, Mode] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}  # PEP 552's flags
 
 
 class Python(NamedTuple):
