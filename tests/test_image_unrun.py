@@ -220,6 +220,8 @@ def test_the_venv_first_on_path_is_python3() -> None:
     found = judge.python(tree, _config(["PATH=/opt/venv/bin:/usr/bin"]), None)
     assert found.executable == "/opt/venv/bin/python3" and found.minor == "3.9"
     assert found.path == ("/opt/venv/lib/python3.9/site-packages",)
+    given = judge.python(tree, _config(["PATH=/opt/venv/bin:/usr/bin"]), "/usr/bin/python3")
+    assert given.executable == "/usr/bin/python3" and "/usr/lib/python3/dist-packages" in given.path
     system = judge.python(tree, _config(["PATH=/usr/bin", "PYTHONPATH=/extra"], user="app"), None)
     assert system.path == (
         "/extra",
