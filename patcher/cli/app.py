@@ -192,7 +192,7 @@ def _verify_images(
         given = commands.Given("verify", as_json, verbose, python, extra=extra, lines=True)
         try:
             found = run.platforms(text, platform)
-        except LazylogError as exc:
+        except Exception as exc:  # printed as execute prints any error: one sentence, its code
             codes.append(commands.each(given, functools.partial(_raise, exc)))
         for each in found:
             installs: list[JsonValue] = []
@@ -203,7 +203,7 @@ def _verify_images(
     sys.exit(max(codes))
 
 
-def _raise(error: LazylogError) -> Report:
+def _raise(error: Exception) -> Report:
     raise error
 
 

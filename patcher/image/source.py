@@ -187,5 +187,12 @@ def images(ref: Ref, text: str, platform: str | None) -> Iterator[list[Image]]:
         return
     opened = _directory(ref.path) if ref.transport == "oci" else _archive(ref.path)
     with opened as opener:
-        found = _docker_archive(opener, ref) if ref.transport == "docker-archive" else _oci(opener, ref, text)
+        try:
+            found = (
+                _docker_archive(opener, ref) if ref.transport == "docker-archive" else _oci(opener, ref, text)
+            )
+        except (KeyError, TypeError, AttributeError, IndexError) as exc:  # JSON of another shape
+            raise environment(
+                f"Expected an image's manifests in {text}, found JSON of another shape ({exc!r})"
+            ) from exc
         yield _selected(found, platform, text)
