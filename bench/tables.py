@@ -121,6 +121,16 @@ def image_step() -> str:
     )  # fmt: skip
 
 
+def image_unrun() -> str:
+    return _table(
+        ["way", "median (s)", "fastest to slowest (s)", "peak memory (MB)", "rounds"],
+        [
+            [r["way"], r["median_s"], f"{r['min_s']} to {r['max_s']}", r["peak_mb"], r["rounds"]]
+            for r in rows("image_unrun.csv")
+        ],
+    )
+
+
 def latest_ci_runs() -> Rows:
     """The last row of each measure with each state of the caches (rows are appended in order)."""
     latest: dict[tuple[str, str], dict[str, str]] = {}
@@ -166,6 +176,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "diagnose-speed": diagnose_speed,
     "diagnose-speed-summary": diagnose_speed_summary,
     "image-step": image_step,
+    "image-unrun-speed": image_unrun,
     "ci-runs": ci_runs,
     "first-command": first_command,
     "merge-time": merge_time,

@@ -32,6 +32,7 @@ IMAGE_RUNS = {
     "diagnose-demo": "tests/test_diagnose_e2e.py",
     "start-time-docker": "tests/test_start_time.py",
     "start-time-lenient": "tests/test_start_time.py",
+    "image-unrun": "tests/test_image_unrun.py",
 }
 # The docs' other Dockerfiles and manifests, by marker: the image test that builds or runs each.
 BUILT_ELSEWHERE = {

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
@@ -119,12 +120,34 @@ def apply(python: str | None, torch_dir: str | None, as_json: bool, verbose: boo
     is_flag=True,
     help="Also import torch in the target interpreter and prove lazy formatting on Inductor's real path.",
 )
-def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bool, runtime: bool) -> None:
+@click.option(
+    "--image",
+    "images",
+    metavar="REF",
+    multiple=True,
+    help="Read an image instead, nothing run or unpacked: docker-archive:PATH, oci-archive:PATH, "
+    "oci:DIR[:TAG] or docker://HOST/NAME[:TAG|@DIGEST] (the image extra); repeat for several "
+    "(one result each, the worst exit code). --python is then a path in the image.",
+)
+@click.option(
+    "--platform", metavar="OS/ARCH", help="With --image: the platform of a multi-arch index to read."
+)
+def verify(
+    python: str | None,
+    torch_dir: str | None,
+    as_json: bool,
+    verbose: bool,
+    runtime: bool,
+    images: tuple[str, ...],
+    platform: str | None,
+) -> None:
     """Check that torch formats the log lazily.
 
     Exit 0 when the installed torch formats the implicit-fallback log lazily (what is left to tidy is
     listed, with the command that does it); exit 1 when it formats eagerly.
     """
+    if images or platform:
+        _verify_images(images, platform, python, torch_dir, as_json, verbose, runtime)
     given = _given("verify", as_json, verbose, python, torch_dir)
 
     def work(target: Target, spec: PatchSpec) -> Report:
@@ -140,6 +163,48 @@ def verify(python: str | None, torch_dir: str | None, as_json: bool, verbose: bo
         return report
 
     commands.emit(given, work)
+
+
+def _verify_images(
+    images: tuple[str, ...],
+    platform: str | None,
+    python: str | None,
+    torch_dir: str | None,
+    as_json: bool,
+    verbose: bool,
+    runtime: bool,
+) -> NoReturn:
+    """verify --image: one result for each image and platform (a JSON line each with --json), and
+    the worst exit code."""
+    if not images or torch_dir or runtime:
+        why = (
+            "--platform needs --image"
+            if not images
+            else "--image reads an image: no --torch-dir or --runtime"
+        )
+        raise click.UsageError(why)
+    from patcher.image import run
+
+    codes: list[int] = []
+    for text in images:
+        found: list[str | None] = []
+        extra: dict[str, JsonValue] = {"image": text, "platform": None}
+        given = commands.Given("verify", as_json, verbose, python, extra=extra, lines=True)
+        try:
+            found = run.platforms(text, platform)
+        except Exception as exc:  # printed as execute prints any error: one sentence, its code
+            codes.append(commands.each(given, functools.partial(_raise, exc)))
+        for each in found:
+            installs: list[JsonValue] = []
+            extra = {"image": text, "platform": each, "installs": installs}
+            given = commands.Given("verify", as_json, verbose, python, extra=extra, lines=True)
+            work = functools.partial(run.verify, text, each or platform, python, installs)
+            codes.append(commands.each(given, work))
+    sys.exit(max(codes))
+
+
+def _raise(error: Exception) -> Report:
+    raise error
 
 
 @cli.command(epilog=EPILOG)

@@ -74,6 +74,7 @@ class Given(NamedTuple):
     torch_dir: str | None = None
     from_env: Mapping[str, str] = MappingProxyType({})
     extra: dict[str, JsonValue] | None = None
+    lines: bool = False  # JSON on one line: one of several results (verify --image)
 
     def next_line(self, step: Next | None, target: Target | None) -> str | None:
         """The next step as a command line to run as it is, or, for a reinstall no command can name
@@ -133,6 +134,15 @@ def execute(given: Given, work: Callable[[], Report], located: list[Target] | No
     finish(given, report, located[0] if located else None)
 
 
+def each(given: Given, work: Callable[[], Report]) -> int:
+    """One of several results (verify --image): run and printed as `execute` does, its exit code
+    returned for the command's worst."""
+    try:
+        execute(given, work)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
 def failed(
     given: Given, error: LazylogError, target: Target | None = None, variables: tuple[Variable, ...] = ()
 ) -> NoReturn:
@@ -178,7 +188,8 @@ def _render(given: Given, report: Report, next: str | None) -> tuple[str, str]:
     `next`: the next step as a line (for "reinstall", the advice to reinstall torch, not a command of
     this tool)."""
     if given.as_json:
-        return json.dumps(report.to_json(next) | (given.extra or {}), indent=2) + "\n", ""
+        indent = None if given.lines else 2
+        return json.dumps(report.to_json(next) | (given.extra or {}), indent=indent) + "\n", ""
     text = report.message
     if next:
         only = "Only a reinstall of torch can fix this" if report.next == "reinstall" else "Next"

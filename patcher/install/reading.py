@@ -124,3 +124,12 @@ def _verify_report(target: Target, spec: PatchSpec, snap: Snapshot, reading: Rea
     message = messages.verify(reading, target, texts, rule.code == ExitCode.EAGER)
     shown = report("verify", target, snap, reading, message)
     return shown._replace(code=rule.code, next=rule.next, problems=tuple(texts))
+
+
+def verify_snapshot(target: Target, spec: PatchSpec, snap: Snapshot) -> Report:
+    """verify's decision on a snapshot read elsewhere (an image's layers, patcher.image): the same
+    classification, reading, rule and report, without this machine's files or lock."""
+    known, _ = classify.classify(snap.graph, snap.sha256, spec, target.torch_version, snap.undo)
+    reading = facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns())
+    with keeping("verify", target, snap, reading):
+        return _verdict(target, spec, snap, reading)
