@@ -132,4 +132,4 @@ def verify_snapshot(target: Target, spec: PatchSpec, snap: Snapshot) -> Report:
     known, _ = classify.classify(snap.graph, snap.sha256, spec, target.torch_version, snap.undo)
     reading = facts.reading_of(snap, spec, known, target.undo_row_path(), time.time_ns())
     with keeping("verify", target, snap, reading):
-        return _verdict(target, spec, snap, reading)
+        return _verify_report(target, spec, snap, reading)
