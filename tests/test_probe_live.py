@@ -137,7 +137,7 @@ def test_compiling_is_ok_stuck_is_not_and_healthcheck_agrees(probed: dict[str, s
     for _ in range(4):
         for role in ("compiling", "stale-lock"):
             code, lines = _read(probed[role])
-            codes.append((role, code, lines[0] if lines else ""))
+            codes.append((role, code, " | ".join(lines)))  # the first line, and why when it is not
         time.sleep(2)
     assert [c for c in codes if (c[0] == "compiling") != (c[1] == 0)] == [], codes
     assert all("/tmp/ext/x/lock" in line for role, _, line in codes if role == "stale-lock"), codes

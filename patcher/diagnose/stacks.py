@@ -17,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from patcher.diagnose import tracing
 from patcher.diagnose.model import Frame, Sample, Stack
 
 TIMEOUT = 10.0  # one dump: py-spy reads a few hundred kB of the process
@@ -118,8 +119,8 @@ def _dump_again(spy: str, pid: int, with_locals: bool, interval: float) -> Sampl
         try:
             return dump(spy, pid, with_locals)
         except Failed as failed:
-            if failed.denied or failed.timed_out:
-                raise
+            if failed.timed_out or (failed.denied and not tracing.read_by_spy(pid)):
+                raise  # denied while another reader's py-spy holds it: that passes, tried again
         time.sleep(interval)
     return dump(spy, pid, with_locals)
 
