@@ -17,8 +17,22 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Report
-from patcher.diagnose import findings, judge, procs, render
-from patcher.diagnose.model import Cpu, Evidence, Launch, Lock, Reach, Start, TorchFacts, Unreadable, Workers
+from patcher.diagnose import findings, judge, procs, render, stacks
+from patcher.diagnose.model import (
+    Cpu,
+    Evidence,
+    Frame,
+    Launch,
+    Lock,
+    ProcessFacts,
+    Reach,
+    Sample,
+    Stack,
+    Start,
+    TorchFacts,
+    Unreadable,
+    Workers,
+)
 
 TAG = "diagnose-cli"  # an argument that marks this suite's processes
 RULES = findings.load()
@@ -157,3 +171,47 @@ def loading(torch_dir: Path) -> subprocess.Popen[bytes]:
     process = subprocess.Popen([sys.executable, "-c", code, TAG], stdout=subprocess.PIPE)
     assert process.stdout is not None and process.stdout.readline() == b"\n"
     return process
+
+
+# Recorded py-spy dumps of real torch 2.10.0 processes (tests/data/diagnose), and the facts, findings
+# and locks the pure tests judge them with.
+DUMPS = Path(__file__).parent / "data" / "diagnose"
+LOCK = "/tmp/run/ext/x/lock"  # as the recorded process named it: build_directory + /lock
+
+
+def process_facts(pid: int = 4242, parent: int = 1, **changes: Any) -> ProcessFacts:
+    base = ProcessFacts(pid, "python stalls.py", "/venv/bin/python", 200.0, "", "/venv/torch", "/venv/torch",
+                        False, None, None, True, parent, NO_LAUNCH)  # fmt: skip
+    return base._replace(**changes)
+
+
+def recorded(name: str) -> Sample:
+    if name == "importing-torch":  # `import torch` under way: torch's own modules run, at import
+        return importing()
+    return stacks.parse((DUMPS / f"{name}.json").read_text())
+
+
+def importing() -> Sample:
+    site = "/venv/lib/python3/site-packages/torch"
+    frames = [
+        Frame("<module>", f"{site}/_dynamo/variables/builtin.py", 80, ()),
+        Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241, ()),
+        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176, ()),
+        Frame("<module>", f"{site}/__init__.py", 2100, ()),
+        Frame("<module>", "<string>", 1, ()),
+    ]
+    return (Stack("MainThread", tuple(frames)),)
+
+
+def judged(
+    name: str, read: Evidence = NOTHING_READ, torch: TorchFacts = EAGER_TORCH, **process: Any
+) -> render.Diagnosed:
+    samples = [recorded(name)] * 3
+    found = judge.finding_of(process_facts(**process), samples, torch, read, RULES)
+    return render.Diagnosed(process_facts(**process), torch, found, False)
+
+
+def waiting_lock(*fields: Any, protocol: str = "baton", **changes: Any) -> Lock:
+    """A lock the recorded waiter waits on, in its FileBaton.wait (as locks reads it)."""
+    waiting = recorded("jit-lock-wait")[0].frames[0]
+    return Lock(protocol, *fields, **({"waiting": waiting} | changes))  # type: ignore[arg-type]

@@ -14,64 +14,41 @@ import pytest
 
 from patcher.core.exitcodes import ExitCode
 from patcher.core.report import Advice
-from patcher.diagnose import findings, judge, procs, render, stacks
+from patcher.diagnose import findings, judge, procs, render
 from patcher.diagnose.model import (
     Cpu,
-    Evidence,
     FindingKind,
     Frame,
     Holder,
     Launch,
     Lock,
     Mount,
-    ProcessFacts,
     Reach,
-    Sample,
     Stack,
     Start,
-    TorchFacts,
     Unreadable,
     Workers,
 )
-from tests.diagnosing import EAGER_TORCH, LAZY_TORCH, NO_LAUNCH, NOTHING_READ, RULES, WORDS, evidence, report
+from tests.diagnosing import (
+    EAGER_TORCH,
+    LAZY_TORCH,
+    LOCK,
+    NO_LAUNCH,
+    NOTHING_READ,
+    RULES,
+    WORDS,
+    evidence,
+    judged,
+    process_facts,
+    recorded,
+    report,
+    waiting_lock,
+)
 
 DATA = Path(__file__).parent / "data" / "diagnose"
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
 EAGER, LAZY = EAGER_TORCH, LAZY_TORCH
-LOCK = "/tmp/run/ext/x/lock"  # as the recorded process named it: build_directory + /lock
 BUSY, IDLE = Cpu(0.4, 0.5), Cpu(0.0, 0.5)
-
-
-def _process(pid: int = 4242, parent: int = 1, **changes: Any) -> ProcessFacts:
-    base = ProcessFacts(pid, "python stalls.py", "/venv/bin/python", 200.0, "", "/venv/torch", "/venv/torch",
-                        False, None, None, True, parent, NO_LAUNCH)  # fmt: skip
-    return base._replace(**changes)
-
-
-def _recorded(name: str) -> Sample:
-    if name == "importing-torch":  # `import torch` under way: torch's own modules run, at import
-        return _importing()
-    return stacks.parse((DATA / f"{name}.json").read_text())
-
-
-def _importing() -> Sample:
-    site = "/venv/lib/python3/site-packages/torch"
-    frames = [
-        Frame("<module>", f"{site}/_dynamo/variables/builtin.py", 80, ()),
-        Frame("_call_with_frames_removed", "<frozen importlib._bootstrap>", 241, ()),
-        Frame("_find_and_load", "<frozen importlib._bootstrap>", 1176, ()),
-        Frame("<module>", f"{site}/__init__.py", 2100, ()),
-        Frame("<module>", "<string>", 1, ()),
-    ]
-    return (Stack("MainThread", tuple(frames)),)
-
-
-def _judged(
-    name: str, read: Evidence = NOTHING_READ, torch: TorchFacts = EAGER, **process: Any
-) -> render.Diagnosed:
-    samples = [_recorded(name)] * 3
-    found = judge.finding_of(_process(**process), samples, torch, read, RULES)
-    return render.Diagnosed(_process(**process), torch, found, False)
 
 
 def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
@@ -83,14 +60,8 @@ def test_every_finding_has_one_id_one_kind_and_a_section_in_the_docs() -> None:
     assert headings == ids  # in the order the engine walks them
 
 
-def _lock(*fields: Any, protocol: str = "baton", **changes: Any) -> Lock:
-    """A lock the recorded waiter waits on, in its FileBaton.wait (as locks reads it)."""
-    waiting = _recorded("jit-lock-wait")[0].frames[0]
-    return Lock(protocol, *fields, **({"waiting": waiting} | changes))  # type: ignore[arg-type]
-
-
 def test_every_sentence_and_step_names_only_what_render_knows() -> None:
-    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())))
+    d = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, ())))
     known = set(render._fields(d, WORDS))
     for rule in findings.load().findings:
         for template in (rule.said, rule.next or ""):
@@ -101,16 +72,18 @@ def test_every_sentence_and_step_names_only_what_render_knows() -> None:
 def test_a_lock_read_beside_a_busy_or_formatting_process_is_not_its_finding() -> None:
     """Everything is read before judging; the verdict alone decides that a lock counts only for an
     idle process that is not formatting."""
-    lock = _lock(LOCK, LOCK, 5.0, ())
+    lock = waiting_lock(LOCK, LOCK, 5.0, ())
     idle = judge.finding_of(
-        _process(), [_recorded("jit-lock-wait")] * 2, EAGER, evidence(lock=lock, cpu=IDLE), RULES
+        process_facts(), [recorded("jit-lock-wait")] * 2, EAGER, evidence(lock=lock, cpu=IDLE), RULES
     )
     assert idle.kind == "jit-lock-stale"
-    busy = [_recorded("compiling-1"), _recorded("compiling-2")]
-    assert judge.finding_of(_process(), busy, EAGER, evidence(lock=lock, cpu=BUSY), RULES).kind == "moving"
-    hang = [_recorded("eager-depth26")] * 2
+    busy = [recorded("compiling-1"), recorded("compiling-2")]
     assert (
-        judge.finding_of(_process(), hang, EAGER, evidence(lock=lock, cpu=IDLE), RULES).kind
+        judge.finding_of(process_facts(), busy, EAGER, evidence(lock=lock, cpu=BUSY), RULES).kind == "moving"
+    )
+    hang = [recorded("eager-depth26")] * 2
+    assert (
+        judge.finding_of(process_facts(), hang, EAGER, evidence(lock=lock, cpu=IDLE), RULES).kind
         == "eager-formatting"
     )
 
@@ -123,34 +96,34 @@ START = Start(4242, "/srv/app", ("/venv/bin/python", "serve.py", "--port", "8000
 @pytest.mark.parametrize(
     ("lock", "kind", "step"),
     [
-        pytest.param(_lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"kill 4242 && rm -- {LOCK}", id="left-behind"),
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, ()), "jit-lock-stale", f"kill 4242 && rm -- {LOCK}", id="left-behind"),
         pytest.param(
-            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
+            waiting_lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "hrtimer_nanosleep"),)),
             "jit-lock-held", None, id="held",
         ),
-        pytest.param(_lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
-        pytest.param(_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
-        pytest.param(_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
+        pytest.param(waiting_lock("", "", None, (), whole=False), "jit-lock-unknown", None, id="path-unknown"),
+        pytest.param(waiting_lock(LOCK, LOCK, None, ()), "jit-lock-unknown", None, id="gone-meanwhile"),
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, (), seen=False, mount=NFS), "jit-lock-unseen", None, id="nfs"),
         pytest.param(
-            _lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK",
+            waiting_lock(LOCK, LOCK, 75.0, (Holder(77, "python build.py", "S", "do_sys_poll"),), os="FLOCK",
                   protocol="kernel"),
             "os-lock-held", None, id="flock",
         ),
-        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="kernel"), "os-lock-unseen", None, id="flock-unseen"),
-        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="marker"), "marker-wait", None, id="marker"),
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, (), protocol="kernel"), "os-lock-unseen", None, id="flock-unseen"),
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, (), protocol="marker"), "marker-wait", None, id="marker"),
         pytest.param(
-            _lock(LOCK, LOCK, 75.0, (Holder(77, "python warm.py", "S", "do_sys_poll"),), protocol="marker"),
+            waiting_lock(LOCK, LOCK, 75.0, (Holder(77, "python warm.py", "S", "do_sys_poll"),), protocol="marker"),
             "marker-wait", None, id="marker-held",
         ),
-        pytest.param(_lock("", "", None, (), whole=False, protocol="marker"), "marker-wait", None,
+        pytest.param(waiting_lock("", "", None, (), whole=False, protocol="marker"), "marker-wait", None,
                      id="marker-unknown"),
-        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft"), "soft-lock-stale", f"rm -- {LOCK}", id="soft"),
-        pytest.param(_lock(LOCK, LOCK, 75.0, (), protocol="soft", seen=False, mount=NFS), "jit-lock-unseen", None,
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, (), protocol="soft"), "soft-lock-stale", f"rm -- {LOCK}", id="soft"),
+        pytest.param(waiting_lock(LOCK, LOCK, 75.0, (), protocol="soft", seen=False, mount=NFS), "jit-lock-unseen", None,
                      id="soft-nfs"),
     ],
 )  # fmt: skip
 def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step: str | None) -> None:
-    d = _judged("jit-lock-wait", evidence(lock=lock))
+    d = judged("jit-lock-wait", evidence(lock=lock))
     assert (d.finding.kind, d.finding.code) == (kind, ExitCode.STALLED)
     assert render.next_step(d, WORDS) == step
     said = render.paragraph(d, WORDS)
@@ -171,24 +144,26 @@ def test_a_lock_wait_is_named_by_what_the_lock_says(lock: Lock, kind: str, step:
 
 
 def test_a_stale_lock_step_stops_removes_and_starts_it_again_as_it_was_started() -> None:
-    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START))
+    d = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, ()), start=START))
     assert render.next_step(d, WORDS) == (
         f"kill 4242 && rm -- {LOCK} && cd /srv/app && env TORCH_EXTENSIONS_DIR=/tmp/run/ext "
         "/venv/bin/python serve.py --port 8000"
     )
-    rank = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40)))
+    rank = judged(
+        "jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, ()), start=START._replace(pid=40))
+    )
     step = render.next_step(rank, WORDS)
     assert step is not None and step.startswith(f"kill 40 && rm -- {LOCK} && cd /srv/app")  # the job
     assert "for a rank, its job: the launcher, PID 40" in render.paragraph(rank, WORDS)
     read_at = f"/proc/4242/root{LOCK}"
-    boxed = _judged(
+    boxed = judged(
         "jit-lock-wait",
-        evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START, reach=MAY_ENTER),
+        evidence(lock=waiting_lock(LOCK, read_at, 5.0, ()), start=START, reach=MAY_ENTER),
         root="/proc/4242/root",
     )
     # its root is reached through /proc/PID/root only while it lives: the lock goes first, inside
     assert render.next_step(boxed, WORDS) == f"nsenter --target=4242 --mount -- rm -- {LOCK} && kill 4242"
-    main = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True),
+    main = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, read_at, 5.0, ()), start=START._replace(init=True),
                                              reach=MAY_ENTER), root="/proc/4242/root")  # fmt: skip
     # a container's main process is its PID 1: SIGTERM without a handler is dropped
     assert (
@@ -231,18 +206,18 @@ def test_a_stale_lock_step_runs_where_diagnose_runs(reach: Reach, init: bool, st
     """Never `kill -KILL 1` from inside a PID namespace (dropped), never `nsenter --mount` without
     CAP_SYS_ADMIN (EPERM): the lock through /proc/PID/root, the restart by the container's runtime."""
     read_at = f"/proc/1/root{LOCK}"
-    lock = _lock(LOCK, read_at, 5.0, ())
-    d = _judged("jit-lock-wait", evidence(lock=lock, start=START._replace(pid=1, init=init), reach=reach),
+    lock = waiting_lock(LOCK, read_at, 5.0, ())
+    d = judged("jit-lock-wait", evidence(lock=lock, start=START._replace(pid=1, init=init), reach=reach),
                 root="/proc/1/root", pid=1)  # fmt: skip
     assert render.next_step(d, WORDS) == step
     assert said in render.paragraph(d, WORDS)
-    soft = _judged("jit-lock-wait", evidence(lock=lock._replace(protocol="soft"), reach=reach), root="/proc/1/root",
+    soft = judged("jit-lock-wait", evidence(lock=lock._replace(protocol="soft"), reach=reach), root="/proc/1/root",
                    pid=1)  # fmt: skip
     assert render.next_step(soft, WORDS) == step.split(" && ")[0]
 
 
 def test_a_lock_no_process_could_be_checked_against_says_so() -> None:
-    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, (), unread=2)))
+    d = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, (), unread=2)))
     assert d.finding.kind == "jit-lock-stale" and "2 processes could not be read" in render.paragraph(
         d, WORDS
     )
@@ -273,7 +248,7 @@ def _workers(sidecar: int | None, orphans: tuple[int, ...], fx_mode: str | None 
 def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_a_start_without_it(
     fx_mode: str | None, variables: str
 ) -> None:
-    d = _judged("pool-wait", evidence(workers=_workers(None, (11, 12), fx_mode)))
+    d = judged("pool-wait", evidence(workers=_workers(None, (11, 12), fx_mode)))
     assert (d.finding.kind, d.finding.code, d.finding.id) == (
         "compile-workers-gone",
         ExitCode.STALLED,
@@ -288,7 +263,7 @@ def test_a_pool_whose_sidecar_is_gone_is_named_with_its_orphans_and_a_start_with
 
 
 def test_a_write_to_a_gone_sidecar_is_named_as_a_blocked_write() -> None:
-    sample = _recorded("pool-wait")
+    sample = recorded("pool-wait")
     pipe = "/venv/lib/python3/site-packages/torch/_inductor/compile_worker/subproc_pool.py"
     writing = (
         Frame("_send_msg", pipe, 72, ()),
@@ -298,30 +273,32 @@ def test_a_write_to_a_gone_sidecar_is_named_as_a_blocked_write() -> None:
     (reader,) = [s for s in sample if s.thread == "InductorSubproc"]
     blocked = (Stack("MainThread", writing), reader)
     found = judge.finding_of(
-        _process(), [blocked] * 3, EAGER, evidence(workers=_workers(None, (11,), "subprocess")), RULES
+        process_facts(), [blocked] * 3, EAGER, evidence(workers=_workers(None, (11,), "subprocess")), RULES
     )
     assert (found.kind, found.code, found.id) == ("compile-workers-gone-writing", ExitCode.STALLED, "TL-D202")
-    d = render.Diagnosed(_process(), EAGER, found, False)
+    d = render.Diagnosed(process_facts(), EAGER, found, False)
     assert "writing a job to the pipe" in render.paragraph(
         d, WORDS
     ) and "anon_pipe_write" in render.paragraph(d, WORDS)
     assert (render.next_step(d, WORDS) or "").startswith("kill 4242 11; cd /app && env ")
     alive = judge.finding_of(
-        _process(), [blocked] * 3, EAGER, evidence(workers=_workers(99, ()), cpu=IDLE), RULES
+        process_facts(), [blocked] * 3, EAGER, evidence(workers=_workers(99, ()), cpu=IDLE), RULES
     )
     assert alive.kind == "eager-torch"
 
 
 def test_a_pool_whose_sidecar_lives_is_not_a_stall() -> None:
-    d = _judged("pool-wait", evidence(workers=_workers(99, ()), cpu=IDLE))
+    d = judged("pool-wait", evidence(workers=_workers(99, ()), cpu=IDLE))
     assert d.finding.kind == "eager-torch" and render.next_step(d, WORDS) != "rm"
 
 
 def test_the_read_thread_alone_is_an_idle_pool_not_a_wait() -> None:
-    (reader,) = [s for s in _recorded("pool-wait") if s.thread == "InductorSubproc"]
-    elsewhere = _recorded("rank-elsewhere")[0]
+    (reader,) = [s for s in recorded("pool-wait") if s.thread == "InductorSubproc"]
+    elsewhere = recorded("rank-elsewhere")[0]
     read = evidence(workers=_workers(None, ()), cpu=IDLE)
-    assert judge.finding_of(_process(), [(reader, elsewhere)] * 2, EAGER, read, RULES).kind == "eager-torch"
+    assert (
+        judge.finding_of(process_facts(), [(reader, elsewhere)] * 2, EAGER, read, RULES).kind == "eager-torch"
+    )
 
 
 JOB = Launch(None, "127.0.0.1:29500", 0, 2, None)  # a hand-made launcher's variables: one machine
@@ -332,14 +309,14 @@ def _ranks(
 ) -> list[Any]:
     """Rank 10 in barrier(); process 11, rank 1 of its job unless `launch` says otherwise, sampled in
     `odd`; both children of one parent (a shell), which makes no job."""
-    waiting = _process(10, 1, launch=JOB)
-    other = _process(11, 1, launch=JOB._replace(rank=1) if launch is None else launch)
+    waiting = process_facts(10, 1, launch=JOB)
+    other = process_facts(11, 1, launch=JOB._replace(rank=1) if launch is None else launch)
     judged = [
         (
             waiting,
-            judge.finding_of(waiting, [_recorded("rank-barrier")] * 2, EAGER, evidence(cpu=IDLE), RULES),
+            judge.finding_of(waiting, [recorded("rank-barrier")] * 2, EAGER, evidence(cpu=IDLE), RULES),
         ),
-        (other, judge.finding_of(other, [_recorded(n) for n in odd], EAGER, evidence(cpu=cpu), RULES)),
+        (other, judge.finding_of(other, [recorded(n) for n in odd], EAGER, evidence(cpu=cpu), RULES)),
     ]
     return judge.with_peers(judged, RULES)
 
@@ -349,7 +326,7 @@ def test_ranks_out_of_step_name_the_odd_rank_and_where_it_is() -> None:
     assert (first.kind, first.code, first.id) == ("ranks-out-of-step", ExitCode.STALLED, "TL-D301")
     assert first.peers is not None and first.peers.collective == "barrier" and first.peers.waiting == (10,)
     assert [(r.pid, r.kind) for r in first.peers.odd] == [(11, "eager-torch")]
-    said = render.paragraph(render.Diagnosed(_process(10), EAGER, first, False), WORDS)
+    said = render.paragraph(render.Diagnosed(process_facts(10), EAGER, first, False), WORDS)
     assert (
         "waits in the collective barrier for ranks of its job on this machine that are not in one: " in said
     )
@@ -364,7 +341,7 @@ def test_the_rank_its_job_waits_for_is_the_stall_and_its_eager_torch_the_second_
         "TL-D304",
         (10,),
     )
-    rank = render.Diagnosed(_process(11), EAGER, odd, False)
+    rank = render.Diagnosed(process_facts(11), EAGER, odd, False)
     said = render.paragraph(rank, WORDS)
     assert "is the rank its job waits for: PIDs 10 wait in the collective barrier" in said
     assert "and it is in none, but in innermost frames hold_back (stalls.py:50)" in said
@@ -377,21 +354,21 @@ def test_the_rank_its_job_waits_for_is_the_stall_and_its_eager_torch_the_second_
         "exit_code": 1,
         "next": apply,
     }
-    waiting = render.Diagnosed(_process(10), EAGER, first, False)
+    waiting = render.Diagnosed(process_facts(10), EAGER, first, False)
     report_ = report([waiting, rank])  # the eager torch on disk comes second
     assert report_.code == ExitCode.STALLED and report_.next == Advice("py-spy dump --locals --pid 11")
-    lazy = render.Diagnosed(_process(11), LAZY, odd, False)
+    lazy = render.Diagnosed(process_facts(11), LAZY, odd, False)
     assert render.then_step(lazy, WORDS) is None and "TL-D501" not in render.paragraph(lazy, WORDS)
 
 
 def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
     run = Launch("job-7", "10.0.0.1:29500", 0, 4, None)
-    waiting = _process(10, 1, launch=run)
-    other = _process(11, 2, launch=run._replace(rank=1))
-    stranger = _process(12, 1, launch=Launch("job-8", None, 0, 2, None))
+    waiting = process_facts(10, 1, launch=run)
+    other = process_facts(11, 2, launch=run._replace(rank=1))
+    stranger = process_facts(12, 1, launch=Launch("job-8", None, 0, 2, None))
     samples = {10: "rank-barrier", 11: "rank-elsewhere", 12: "rank-elsewhere"}
     judged = [
-        (p, judge.finding_of(p, [_recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [recorded(samples[p.pid])] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in (waiting, other, stranger)
     ]
     first, odd, third = judge.with_peers(judged, RULES)
@@ -403,12 +380,12 @@ def test_ranks_of_one_launch_are_one_job_whatever_their_parents() -> None:
 
 
 def test_a_rank_read_alone_names_its_collective_and_its_absent_ranks() -> None:
-    alone = _process(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2, None))
+    alone = process_facts(10, 1, launch=Launch(None, "10.0.0.1:29500", 0, 2, None))
     (found,) = judge.with_peers(
         [
             (
                 alone,
-                judge.finding_of(alone, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+                judge.finding_of(alone, [recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES),
             )
         ],
         RULES,
@@ -431,16 +408,16 @@ def test_a_process_without_the_jobs_variables_is_never_a_rank() -> None:
     came up) beside an idle torch process of the same shell: that process is not named; the ranks'
     finding says rank 4 is no process on this machine, and it is a stall (exit 6)."""
     world = JOB._replace(world_size=5)
-    ranks = [_process(10 + r, 1, launch=world._replace(rank=r)) for r in range(4)]
-    exporter = _process(20, 1)  # same parent, no launcher's variables
+    ranks = [process_facts(10 + r, 1, launch=world._replace(rank=r)) for r in range(4)]
+    exporter = process_facts(20, 1)  # same parent, no launcher's variables
     judged = [
-        (p, judge.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in ranks
     ]
     judged.append(
         (
             exporter,
-            judge.finding_of(exporter, [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES),
+            judge.finding_of(exporter, [recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES),
         )
     )
     *found, other = judge.with_peers(judged, RULES)
@@ -452,7 +429,7 @@ def test_a_process_without_the_jobs_variables_is_never_a_rank() -> None:
     elsewhere = world._replace(master="10.0.0.1:29500")  # the rendezvous on another host: rank 4 may be there
     remote = [p._replace(launch=elsewhere._replace(rank=p.launch.rank)) for p in ranks]
     judged = [
-        (p, judge.finding_of(p, [_recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
+        (p, judge.finding_of(p, [recorded("rank-barrier")] * 2, LAZY, evidence(cpu=IDLE), RULES))
         for p in remote
     ]
     assert {f.kind for f in judge.with_peers(judged, RULES)} == {"in-collective"}
@@ -481,12 +458,12 @@ def test_a_process_of_the_same_parent_is_not_the_rank_a_job_waits_for() -> None:
 def test_busy_and_moving_is_progress_with_its_torchs_code(names: list[str], cpu: Cpu, kind: str) -> None:
     """Busy or idle between two compiles, a server on an eager torch gets one exit code and one step
     (the torch's: apply), whichever a read catches; on a lazy torch, 0 and no step."""
-    found = judge.finding_of(_process(), [_recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
+    found = judge.finding_of(process_facts(), [recorded(n) for n in names], EAGER, evidence(cpu=cpu), RULES)
     assert found.kind == kind and found.code == ExitCode.EAGER
-    idle = judge.finding_of(_process(), [_recorded(names[0])] * 2, EAGER, evidence(cpu=IDLE), RULES)
+    idle = judge.finding_of(process_facts(), [recorded(names[0])] * 2, EAGER, evidence(cpu=IDLE), RULES)
     d, other = (
-        render.Diagnosed(_process(), EAGER, found, False),
-        render.Diagnosed(_process(), EAGER, idle, False),
+        render.Diagnosed(process_facts(), EAGER, found, False),
+        render.Diagnosed(process_facts(), EAGER, idle, False),
     )
     assert render.next_step(d, WORDS) == render.next_step(other, WORDS)
     if kind == "moving":
@@ -494,32 +471,34 @@ def test_busy_and_moving_is_progress_with_its_torchs_code(names: list[str], cpu:
         assert "0.40 s of CPU in 0.50 s" in render.paragraph(d, WORDS)
         assert render.next_step(d, WORDS) == "torch-lazylog apply --python /venv/bin/python"
         assert found.phase == "Inductor compiling (get_patched_config_dict)"
-        lazy = judge.finding_of(_process(), [_recorded(n) for n in names], LAZY, evidence(cpu=cpu), RULES)
+        lazy = judge.finding_of(process_facts(), [recorded(n) for n in names], LAZY, evidence(cpu=cpu), RULES)
         assert (lazy.kind, lazy.code) == ("moving", ExitCode.OK)
-        assert render.next_step(render.Diagnosed(_process(), LAZY, lazy, False), WORDS) is None
+        assert render.next_step(render.Diagnosed(process_facts(), LAZY, lazy, False), WORDS) is None
 
 
 def test_a_lazy_idle_process_is_exit_0() -> None:
-    found = judge.finding_of(_process(), [_recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES)
+    found = judge.finding_of(
+        process_facts(), [recorded("rank-elsewhere")] * 2, LAZY, evidence(cpu=IDLE), RULES
+    )
     assert (found.kind, found.code, found.id) == ("lazy", ExitCode.OK, "TL-D503")
 
 
 def test_the_eager_formatting_outranks_a_stall_and_a_stall_outranks_the_rest() -> None:
     eager = render.Diagnosed(
-        _process(1),
+        process_facts(1),
         EAGER,
-        judge.finding_of(_process(1), [_recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
+        judge.finding_of(process_facts(1), [recorded("eager-depth26")], EAGER, NOTHING_READ, RULES),
         False,
     )
-    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
-    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=3)
+    stale = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    lazy = judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=3)
     assert report([lazy, stale]).code == ExitCode.STALLED
     assert report([lazy, stale]).next == Advice(f"kill 2 && rm -- {LOCK}")
     assert report([stale, eager]).code == ExitCode.EAGER
 
 
 def test_every_entry_names_its_finding_id_and_evidence() -> None:
-    d = _judged("pool-wait", evidence(workers=_workers(None, (11,))))
+    d = judged("pool-wait", evidence(workers=_workers(None, (11,))))
     entry = render.entry(d, WORDS)
     assert list(entry) == list(render.ENTRY_FIELDS) and entry["id"] == "TL-D201"
     assert entry["evidence"] == {
@@ -557,26 +536,26 @@ def test_the_findings_are_read_from_the_package_in_a_zip(
 def test_the_deciding_process_gives_the_top_level_step_and_torch() -> None:
     """A recorded eager hang beside a stale lock: the hang decides (exit 1), so its apply is the one
     step, not the lock's (first in PID order); the torch is the deciding process's, as it names it."""
-    stale = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
-    hang = _judged("eager-depth26", NOTHING_READ, EAGER, pid=3, root="/proc/3/root",
+    stale = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 5.0, ())), LAZY, pid=2)
+    hang = judged("eager-depth26", NOTHING_READ, EAGER, pid=3, root="/proc/3/root",
                    torch_dir="/opt/venv/torch", torch_seen_at="/proc/3/root/opt/venv/torch")  # fmt: skip
     said = report([stale, hang])
     assert said.code == ExitCode.EAGER and said.state == "pristine"
     assert said.next == Advice("torch-lazylog apply --python /venv/bin/python")
     assert (said.torch_dir, said.graph_py) == ("/opt/venv/torch", "/opt/venv/torch/_inductor/graph.py")
     assert render.entry(hang, WORDS)["torch_dir"] == said.torch_dir
-    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
+    lazy = judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
     assert report([lazy, stale]).next == Advice(f"kill 2 && rm -- {LOCK}")  # 6 decides over 0
 
 
 def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> None:
-    lazy = _judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
+    lazy = judged("rank-elsewhere", evidence(cpu=IDLE), LAZY, pid=1)
     gone = Unreadable(7, "missing", "")
     said = report([lazy], [gone])
     assert said.code == ExitCode.USAGE and said.next is None
     assert said.message == render.paragraph(lazy, WORDS)
     assert said.problems == ("Expected a running process 7, found none: pass the server's PID.",)
-    eager = _judged("rank-elsewhere", evidence(cpu=IDLE), EAGER, pid=1)
+    eager = judged("rank-elsewhere", evidence(cpu=IDLE), EAGER, pid=1)
     assert report([eager], [gone]).code == ExitCode.EAGER
     ended = Unreadable(8, "exited", "python serve.py")  # a note: it changes no exit code
     assert report([lazy], [ended]).code == ExitCode.OK and report([lazy], [ended]).problems == ()
@@ -586,14 +565,14 @@ def test_a_missing_pid_beside_a_process_read_is_a_problem_not_the_message() -> N
 def test_a_recompile_limit_fallback_running_eagerly_is_moving_but_not_tracing() -> None:
     """Recorded on torch 2.10.0 past Dynamo's recompile limit (tests/scenarios/stalls.py fallback):
     the function runs as Python under Dynamo's frame wrapper, busy; progress, in the phase it is in."""
-    samples = [_recorded("recompile-fallback-1"), _recorded("recompile-fallback-2")]
-    found = judge.finding_of(_process(), samples, EAGER, evidence(cpu=BUSY), RULES)
+    samples = [recorded("recompile-fallback-1"), recorded("recompile-fallback-2")]
+    found = judge.finding_of(process_facts(), samples, EAGER, evidence(cpu=BUSY), RULES)
     assert (found.kind, found.code) == ("moving", ExitCode.EAGER)  # the torch's code: it runs an eager torch
     assert found.phase is not None and found.phase.startswith(
         "running a torch.compile'd function, not compiling it"
     )
     assert "compile_wrapper" in found.phase and "tracing" not in found.phase
-    tracing = _recorded("compiling-1")
+    tracing = recorded("compiling-1")
     assert "Dynamo tracing" not in (judge.phase_of([tracing], RULES) or "Dynamo tracing (x)")
 
 

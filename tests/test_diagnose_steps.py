@@ -13,8 +13,7 @@ import pytest
 from patcher.diagnose import locks, procs, render
 from patcher.diagnose.model import Hidden, Position, Reach, Start
 from patcher.diagnose.steps import Step, Where
-from tests.diagnosing import WORDS, evidence
-from tests.test_diagnose_findings import LOCK, _judged, _lock
+from tests.diagnosing import LOCK, WORDS, evidence, judged, waiting_lock
 
 # diagnose exec'd into the container of the waiting PID 1 (its PID and mount namespaces), as root
 EXEC = Reach(
@@ -27,7 +26,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "diagnose.md"
 
 def test_exec_d_into_the_container_of_a_waiting_pid_1_removes_here_then_restarts_from_the_host() -> None:
     """No start beside the PID 1 that still waits: the removal here, then its runtime's restart."""
-    d = _judged("jit-lock-wait", evidence(lock=_lock(LOCK, LOCK, 75.0, ()), start=INIT, reach=EXEC))
+    d = judged("jit-lock-wait", evidence(lock=waiting_lock(LOCK, LOCK, 75.0, ()), start=INIT, reach=EXEC))
     assert d.finding.kind == "jit-lock-stale"
     assert render.steps_of(d, WORDS) == (
         Step(f"rm -- {LOCK}"),
@@ -51,9 +50,9 @@ def test_exec_d_into_the_container_of_a_waiting_pid_1_removes_here_then_restarts
 def test_a_lock_not_proven_left_behind_gets_the_read_that_can_prove_it_never_a_removal(
     hidden: tuple[Hidden, ...], reach: Reach, step: Step
 ) -> None:
-    lock = _lock(LOCK, LOCK, 75.0, (), seen=False, not_in_view=hidden, unread=1)
+    lock = waiting_lock(LOCK, LOCK, 75.0, (), seen=False, not_in_view=hidden, unread=1)
     start = INIT if "inspect" in step.run else None
-    d = _judged("jit-lock-wait", evidence(lock=lock, start=start, reach=reach))
+    d = judged("jit-lock-wait", evidence(lock=lock, start=start, reach=reach))
     assert d.finding.kind == "jit-lock-unseen"
     assert render.steps_of(d, WORDS) == (step,) and render.next_step(d, WORDS) is None
     said = render.paragraph(d, WORDS)
