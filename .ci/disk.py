@@ -85,7 +85,8 @@ def watch(log: Path, every: float, paths: list[Path]) -> None:
 
 
 def peak(log: Path) -> str:
-    samples = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
+    text = log.read_text(encoding="utf-8") if log.exists() else ""
+    samples = [json.loads(line) for line in text.splitlines() if line.strip()]
     if not samples:
         return "disk: peak unknown GB (no sample)"
     top = max(samples, key=lambda s: sum(s["bytes"].values()))

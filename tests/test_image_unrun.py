@@ -502,14 +502,16 @@ def test_a_registry_answers_as_verify_in_the_container(small: Small, tmp_path: P
 @pytest.mark.image
 def test_the_stand_in_base_before_and_after_the_step(tmp_path: Path) -> None:
     """The full case: the 2.10.0 stand-in base (a real torch install and pip's pycs, about 7.6 GB) and
-    the README's step over it, copied by skopeo into one OCI layout (their layers stored once, left
-    uncompressed: no CPU spent on gzip) and read from it, each as verify in its container answers.
-    The registry's path is the small images' (above); bench/image_unrun.py reads this base from one."""
+    the README's step over it, each saved by `docker save` and read as that archive, each as verify in
+    its container answers. One archive at a time, removed once read: a run needs the room of one
+    image (skopeo's copy from the engine would take two, its temporary tar and the layout).
+    The registry's path is the small images' (above); bench/image_unrun.py reads this base too."""
     base = need_image(images.rocm_base)
     patched = _tag("standin-patched")
     root = tmp_path / "context"
     root.mkdir()
-    layout = tmp_path / "layout"
+    saved = tmp_path / "image.tar"
+    read: list[subprocess.CompletedProcess[str]] = []
     try:
         with images.tool_named():
             _build(root, patched, f"FROM {base}\n{readme_snippet()}")
@@ -520,16 +522,18 @@ def test_the_stand_in_base_before_and_after_the_step(tmp_path: Path) -> None:
             )  # fmt: skip
         eager_there = json.loads(shown.stdout)
         patched_there = _in_container(patched)
-        for tag, name in ((base, "eager"), (patched, "patched")):
-            _skopeo(
-                "copy", "--dest-oci-accept-uncompressed-layers",
-                f"docker-daemon:{tag}", f"oci:{layout}:{name}", engine=True,
-            )  # fmt: skip
+        for tag in (base, patched):
+            images.docker("save", "-o", str(saved), tag, timeout=1800)
+            read.append(_run("--image", f"docker-archive:{saved}"))
+            saved.unlink()
     finally:
+        saved.unlink(missing_ok=True)
         images.docker("image", "rm", "-f", patched, timeout=120)
-    done = _run("--image", f"oci:{layout}:eager", "--image", f"oci:{layout}:patched")
+    done, after = read
+    (lazy,) = _lines(after)
+    assert after.returncode == 0, after.stderr
     assert done.returncode == 1, done.stderr
-    eager, lazy = _lines(done)
+    (eager,) = _lines(done)
     assert eager["exit_code"] == 1 and eager["pycs"], eager  # pip's pycs, read from their headers
     assert eager["next"].endswith(" apply") and eager_there["next"].endswith(" apply")
     assert _without_image_fields(eager) | {"next": None} == eager_there | {"next": None}
