@@ -130,6 +130,13 @@ def diagnose_text(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def probe_text(pid: int) -> subprocess.CompletedProcess[str]:
+    """`torch-lazylog probe PID`, as a startup probe runs it (the docs' command, this checkout's tool)."""
+    return subprocess.run(
+        [sys.executable, "-m", "patcher", "probe", str(pid)], capture_output=True, text=True, timeout=120
+    )
+
+
 def readable_python() -> str:
     """An interpreter of the runner's version that `nobody` may run (the runner's may sit in /root)."""
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"

@@ -16,7 +16,7 @@ import pytest
 
 from patcher.diagnose import judge, procs, stacks
 from tests.conftest import need, torch_venv
-from tests.diagnosing import diagnose_json, diagnose_text, running
+from tests.diagnosing import diagnose_json, diagnose_text, probe_text, running
 from tests.docs import command, commands
 from tests.helpers import venv_tool
 
@@ -89,6 +89,10 @@ def test_a_deep_chain_is_named_and_keepsrunning(tmp_path: Path) -> None:
         text = diagnose_text(str(process.pid))
         assert text.returncode == 1 and "nested __str__ frames" in text.stdout
         assert _torch_dir(venv) in text.stdout and "Next: torch-lazylog apply --python" in text.stdout
+        probed = probe_text(process.pid)  # the probe: stuck, and its first line names the fix
+        first = probed.stdout.splitlines()[0]
+        assert probed.returncode == 1 and first.startswith(f"stuck: PID {process.pid}: TL-D001"), probed
+        assert f"; torch-lazylog apply --python {venv / 'bin' / 'python'}" in first, first
         time.sleep(1)
         assert process.poll() is None  # still compiling: read, not harmed
         _formatting(process.pid, timeout=10)

@@ -19,7 +19,7 @@ import pytest
 
 from patcher.diagnose import locks, procs, stacks
 from tests.conftest import torch_venv
-from tests.diagnosing import argv, diagnose_json, diagnose_text, running
+from tests.diagnosing import argv, diagnose_json, diagnose_text, probe_text, running
 from tests.stalling import (
     ANSWER,
     READY,
@@ -58,6 +58,10 @@ def test_a_stale_jit_lock_step_followed_as_printed_gets_the_server_ready(tmp_pat
         assert f"TORCH_EXTENSIONS_DIR={shlex.quote(str(extensions))}" in entry["next"]
         text = diagnose_text(str(waiter.pid))
         assert text.returncode == 6 and text.stdout.splitlines()[-1] == f"Next: {entry['next']}", text.stdout
+        probed = probe_text(waiter.pid)  # the probe: stuck, naming the lock; it removes nothing either
+        first = probed.stdout.splitlines()[0]
+        assert probed.returncode == 6 and first.startswith(f"stuck: PID {waiter.pid}: TL-D101"), probed
+        assert str(lock) in first, first
         assert lock.exists() and waiter.poll() is None  # read, nothing removed: still waiting
         step = text.stdout.splitlines()[-1].removeprefix("Next: ")
         with running(["bash", "-c", step], tmp_path, "again"):
@@ -92,6 +96,11 @@ def test_a_jit_lock_a_live_process_holds_names_the_holder_and_advises_no_removal
             assert [h["pid"] for h in entry["evidence"]["lock"]["holders"]] == [holder.pid]
             assert report["next"] is None and "rm " not in entry["message"]
             assert "Do not remove the lock" in entry["message"]
+            probed = probe_text(waiter.pid)  # a wait on a live holder ends on its own: the probe passes
+            assert probed.returncode == 0, probed
+            assert probed.stdout.startswith(
+                (f"ok: PID {waiter.pid}: TL-D102", f"warning: PID {waiter.pid}: TL-D102")
+            )
             assert lock.exists() and waiter.poll() is None
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from patcher.diagnose import locks, procs, render
-from patcher.diagnose.model import Hidden, Position, Reach, Start
+from patcher.diagnose.model import Hidden, Mount, Position, Reach, Start
 from patcher.diagnose.steps import Step, Where
 from tests.diagnosing import LOCK, WORDS, evidence, judged, waiting_lock
 
@@ -95,3 +95,13 @@ def test_a_reader_not_root_misses_processes_only_where_proc_hides_them(options: 
     mountinfo = f"1 0 8:1 / / rw - ext4 /dev/root rw\n22 1 0:21 / /proc rw,relatime - proc proc {options}\n"
     assert locks.hides_others(mountinfo) is hides
     assert locks.hides_others("1 0 8:1 / / rw - ext4 /dev/root rw\n") is True
+
+
+def test_a_file_not_read_in_time_or_on_no_mount_or_on_other_hosts_is_never_in_view() -> None:
+    """Whatever the reader's rights: a lock file that did not answer, one whose mount could not be
+    read, and one on a network filesystem are each a reason, named, that its holders are not proven gone."""
+    assert {"not-read-in-time", "mount"} <= set(locks.out_of_view(None, 0, late=True))
+    nfs = Mount("/home", "nfs4", "server:/export")
+    assert "other-hosts" in locks.out_of_view(nfs, 0, late=False)
+    assert "other-hosts" not in locks.out_of_view(Mount("/", "overlay", "overlay"), 0, late=False)
+    assert not locks.all_in_view(nfs) and not locks.all_in_view(None)

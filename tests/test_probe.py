@@ -140,3 +140,23 @@ def test_a_small_slice_of_a_shared_node_is_progress_and_none_is_not() -> None:
     slow = _judged(probe.Busy(Cpu(0.02, 0.25), 1, 2), LAZY, None)
     assert slow is not None and slow.status == "ok" and slow.id == "TL-D401"
     assert _judged(probe.Busy(Cpu(0.0, 0.25), 1, 0), LAZY, None) is None
+
+
+def test_past_its_deadline_it_answers_with_what_it_read_never_later() -> None:
+    """A read that cannot finish in time (here: no time at all, on a live process of this machine)
+    answers at its deadline, exit 0 and a warning that says so: a probe never runs past its own bound."""
+    import os
+    import subprocess
+    import sys
+
+    from patcher.install import definitions
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        answer = probe.probe(sleeper.pid, definitions.load(), "torch-lazylog", 0.0)
+        assert (answer.status, answer.code) == ("warning", ExitCode.OK), answer
+        assert answer.lines()[0].startswith(f"warning: PID {sleeper.pid}: not judged in time"), answer
+        assert "deadline" in answer.lines()[1] and os.path.exists(f"/proc/{sleeper.pid}")
+    finally:
+        sleeper.kill()
+        sleeper.wait()
