@@ -523,7 +523,9 @@ def test_the_stand_in_base_before_and_after_the_step(tmp_path: Path) -> None:
         eager_there = json.loads(shown.stdout)
         patched_there = _in_container(patched)
         for tag in (base, patched):
-            images.docker("save", "-o", str(saved), tag, timeout=1800)
+            # The engine stages the image before the archive is written: twice its size free, ~16 GB.
+            shown = images.docker("save", "-o", str(saved), tag, timeout=1800)
+            assert shown.returncode == 0, f"docker save {tag}: {shown.stderr}"
             read.append(_run("--image", f"docker-archive:{saved}"))
             saved.unlink()
     finally:
