@@ -109,8 +109,12 @@ def _layer(*members: tuple[str, bytes | str | None]) -> io.BytesIO:
     return data
 
 
-SITE = "opt/venv/lib/python3.9/site-packages"
+IMAGE_PYTHON = "3.9"  # the image's own interpreter, never the runner's
+SITE = f"opt/venv/lib/python{IMAGE_PYTHON}/site-packages"
 GRAPH = f"{SITE}/torch/_inductor/graph.py"
+PYC = (
+    f"{SITE}/torch/_inductor/__pycache__/graph.cpython-{IMAGE_PYTHON.replace('.', '')}.pyc"  # its name there
+)
 
 
 def test_only_the_decisions_files_are_kept() -> None:
@@ -119,17 +123,17 @@ def test_only_the_decisions_files_are_kept() -> None:
         _layer(
             (GRAPH, b"eager"),
             (f"{SITE}/torch/_inductor/lowering.py", b"x" * 1000),
-            (f"{SITE}/torch/_inductor/__pycache__/graph.cpython-39.pyc", b"h" * 16 + b"code" * 100),
+            (PYC, b"h" * 16 + b"code" * 100),
             (f"{SITE}/torch-2.10.0.dist-info/RECORD", b"rows"),
         ),
         "layer 1",
     )
     assert set(tree.files) == {
         GRAPH,
-        f"{SITE}/torch/_inductor/__pycache__/graph.cpython-39.pyc",
+        PYC,
         f"{SITE}/torch-2.10.0.dist-info/RECORD",
     }
-    assert tree.files[f"{SITE}/torch/_inductor/__pycache__/graph.cpython-39.pyc"].data == b"h" * 16
+    assert tree.files[PYC].data == b"h" * 16
     assert keeps("usr/lib/python3/dist-packages/numpy/core.py") is None
 
 
