@@ -17,6 +17,26 @@ UNDO_NAME = "torch_lazylog.json"
 UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
 
 
+def metadata_version(metadata: bytes) -> str | None:
+    """The `Version` field of a dist-info's METADATA, in the email header format the core metadata
+    specification gives: fields up to the first empty line, names in any case, a line that starts
+    with white space continuing the field before it; the first field of the name counts. Read here,
+    not by the email package: its import alone costs a probe more CPU than reading torch's files."""
+    fields: list[list[bytes]] = []
+    for line in metadata.splitlines():
+        if not line.strip():
+            break
+        if line[:1] in (b" ", b"\t"):
+            if fields:
+                fields[-1][1] += line
+            continue
+        name, colon, value = line.partition(b":")
+        if colon:
+            fields.append([name.strip().lower(), value])
+    version = next((value for name, value in fields if name == b"version"), None)
+    return None if version is None else version.decode("utf-8", "replace").strip()
+
+
 class Interpreter(NamedTuple):
     executable: str
     version: str

@@ -127,8 +127,7 @@ def _torch_process(pids: list[int]) -> ProcessFacts | Unreadable | None:
     launcher started); else why the target could not be read."""
     first: ProcessFacts | Unreadable | None = None
     for index, pid in enumerate(pids):
-        table = procs.again(procs.ProcTable({}, 0.0), [pid])
-        seen = table.processes.get(pid)
+        seen = procs.alone(pid)
         if seen is None:
             if index == 0:
                 return Unreadable(pid, "missing", "")

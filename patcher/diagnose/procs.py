@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -68,7 +67,7 @@ class Seen(NamedTuple):
     cpu_ticks: int  # utime, stime and its reaped children's
     argv: tuple[str, ...]
     env: dict[str, str]  # empty when it may not be read
-    files: frozenset[Identity] | None  # its open files; None: this user may not read them
+    files: frozenset[Identity] | None  # its open files; None: not read (this user may not, or `alone`)
     wchan: str  # the kernel function it sleeps in ('' when running)
 
     @property
@@ -162,6 +161,8 @@ def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
 @functools.cache
 def socket_device() -> int | None:
     """The device number every socket's inode is on (sockfs), from a socket of this process's own."""
+    import socket  # the rendezvous's alone: the probe never asks
+
     try:
         with socket.socket() as own:
             return os.fstat(own.fileno()).st_dev
@@ -193,7 +194,7 @@ def environ(data: bytes | None) -> dict[str, str]:
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, _, v in pairs}
 
 
-def _seen(pid: int, booted: float, tick: int, devices: dict[str, dict[int, int]]) -> Seen | None:
+def _seen(pid: int, booted: float, tick: int, devices: dict[str, dict[int, int]] | None) -> Seen | None:
     stat = _read(f"{PROC}/{pid}/stat")
     if stat is None:
         return None  # gone meanwhile
@@ -211,7 +212,7 @@ def _seen(pid: int, booted: float, tick: int, devices: dict[str, dict[int, int]]
         cpu_ticks=sum(int(v) for v in fields[11:15]),
         argv=argv,
         env=environ(_read(f"{PROC}/{pid}/environ")),
-        files=_files(pid, devices),
+        files=None if devices is None else _files(pid, devices),
         wchan="" if wchan == "0" else wchan,
     )
 
@@ -231,6 +232,12 @@ def again(table: ProcTable, pids: list[int]) -> ProcTable:
     devices: dict[str, dict[int, int]] = {}
     found = {p: s for p in pids if (s := _seen(p, booted, tick, devices)) is not None}
     return ProcTable(found, time.monotonic())
+
+
+def alone(pid: int) -> Seen | None:
+    """One process as the probe reads it: its stat, command line and environment, without its open
+    files (each fd's fdinfo, the mount table), which only a lock's holders need."""
+    return _seen(pid, _booted(), os.sysconf("SC_CLK_TCK"), None)
 
 
 def gone(pid: int) -> bool:

@@ -14,7 +14,6 @@ import subprocess
 import sys
 import sysconfig
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from patcher.diagnose import tracing
@@ -143,6 +142,8 @@ def sample_all(spy: str, pids: list[int], count: int, interval: float) -> dict[i
     """Every process at once: a server's ranks are read in the time one takes."""
     if not pids:
         return {}
+    from concurrent.futures import ThreadPoolExecutor  # diagnose's alone: the probe dumps one process
+
     with ThreadPoolExecutor(max_workers=min(len(pids), 32)) as pool:
         futures = {pid: pool.submit(series, spy, pid, count, interval) for pid in pids}
         return {pid: future.result() for pid, future in futures.items()}

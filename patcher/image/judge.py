@@ -8,14 +8,13 @@ from __future__ import annotations
 import configparser
 import posixpath
 import re
-from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from patcher.core import record
 from patcher.core.errors import LazylogError, environment
 from patcher.core.hashes import sha256
-from patcher.core.installed import FileStat, Interpreter, Mode, Pyc, Snapshot, Target
+from patcher.core.installed import FileStat, Interpreter, Mode, Pyc, Snapshot, Target, metadata_version
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -189,7 +188,7 @@ def _pycs(tree: Tree, graph: str, prefix: str | None) -> list[Pyc]:
 def target_of(tree: Tree, site: str, spec: PatchSpec, interpreter: Interpreter, owner: str | None) -> Target:
     dist_info = _dist_info(tree, site, spec)
     metadata = tree.read(f"{dist_info}/METADATA") if dist_info else None
-    dist_version = BytesHeaderParser().parsebytes(metadata.data)["Version"] if metadata else None
+    dist_version = metadata_version(metadata.data) if metadata else None
     version_py = tree.read(f"{site}/torch/version.py")
     found = _VERSION.search(version_py.data.decode("utf-8", "replace")) if version_py else None
     return Target(

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from patcher.core.errors import Hint, LazylogError, LeaveOut, Pass, environment
-from patcher.core.installed import Found, Interpreter, Target
+from patcher.core.installed import Found, Interpreter, Target, metadata_version
 from patcher.core.spec import PatchSpec
 from patcher.install import interpreter
 
@@ -35,10 +35,10 @@ def dist_version(dist_info: Path | None) -> str | None:
     """The distribution's own version (its METADATA), which an index resolves."""
     if dist_info is None:
         return None
-    from importlib.metadata import PathDistribution
-
-    version: str | None = PathDistribution(dist_info).version
-    return version
+    try:
+        return metadata_version((dist_info / "METADATA").read_bytes())
+    except OSError:
+        return None
 
 
 def find_dist_info(torch_dir: Path, spec: PatchSpec) -> Path | None:
