@@ -110,6 +110,16 @@ def diagnose_speed_summary() -> str:
     )
 
 
+def probe_speed() -> str:
+    return _table(
+        ["measure", "probe", "probe, single file", "diagnose", "probe's target"],
+        [
+            [r["measure"], r["probe"], r["probe_single_file"], r["diagnose"], r["probe_target"]]
+            for r in rows("probe_speed.csv")
+        ],
+    )
+
+
 def image_step() -> str:
     return _table(
         ["build", "lines added", "MB added", "beyond the patch (MB)", "median (s)", "fastest to slowest (s)", "builds"],
@@ -175,6 +185,7 @@ TABLES: dict[str, Callable[[], str]] = {
     "verify-target": verify_target,
     "diagnose-speed": diagnose_speed,
     "diagnose-speed-summary": diagnose_speed_summary,
+    "probe-speed": probe_speed,
     "image-step": image_step,
     "image-unrun-speed": image_unrun,
     "ci-runs": ci_runs,
