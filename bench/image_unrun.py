@@ -1,93 +1,123 @@
 """verify --image against a pull and a run, side by side in one run, on the 2.10.0 stand-in base
 (about 7.6 GB, a real torch and its pycs) patched by the README's step, from a registry on loopback:
 
-    python -m bench.image_unrun            # minutes; prints one line a round and a summary
+    python -m bench.image_unrun            # tens of minutes; prints one line a round and a summary
 
 and writes the summary to bench/image_unrun.csv (one row a way: median, fastest and slowest seconds,
 peak memory in MB, its rounds, the base, the day), which docs/verify-image.md shows and
 tests/test_docs.py compares with it.
 
-Each round, interleaved: `torch-lazylog verify --json --image docker://...` (its peak memory: its own
-maximum resident set, from wait4), then `docker pull` of the same reference and `docker run --rm IMAGE
-torch-lazylog verify --json` (its peak memory: the engine's, dockerd's and containerd's resident sets
-sampled every 0.1 s during the pull less before it, plus the verify in the container's own maximum),
-and the pulled image removed. The registry is Debian's docker-registry, started here (the tests'
-helper); the image is pushed to it once by skopeo beforehand, not timed, and the built image removed
-(the engine would find it by its config's digest and pull nothing). The engine holds the base's
-layers (it built it): the first pull downloads and decompresses every layer but writes none it has
-(on an empty engine a pull also writes them); after it the engine knows which of its layers the
-registry's blobs are, so a pull again downloads none: those rounds are the "again" row.
+What a user runs: the tool's wheel with its `image` extra in a clean venv (bench.tool_speed's
+Install), as `pip install 'torch-lazylog[image]'` gives it. Each round, interleaved:
+- `torch-lazylog verify --json --image docker://...` with no engine reachable (its peak memory: its
+  own maximum resident set, from wait4);
+- a machine meeting the image: a second Docker engine started for the round with nothing in it (its
+  own data root, sockets and containerd; untimed), then, timed, `docker pull` of the same reference
+  and `docker run --rm IMAGE torch-lazylog verify --json` (its peak memory: the resident sets of that
+  engine's processes, sampled every 0.1 s during the pull, less before it, plus the verify in the
+  container's own maximum); the engine is stopped and its data root removed after the round.
+The registry is Debian's docker-registry, started here (the tests' helper); the image is pushed to it
+once by skopeo beforehand, not timed. An empty engine is the one honest pull: an engine that built or
+pulled the base already holds its layers (and knows the registry's blobs after one pull), so its
+pull downloads or writes none of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import datetime
 import os
+import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests import images
+from bench.tool_speed import Install
+from patcher.diagnose.probe import tree
+from tests import images, realdata
 from tests.helpers import readme_snippet
 from tests.test_image_unrun import registry
 
 ROUNDS = 3
 CSV = Path(__file__).resolve().parent / "image_unrun.csv"
 FIELDS = ("way", "median_s", "min_s", "max_s", "peak_mb", "rounds", "base", "date")
-ENGINE = ("dockerd", "containerd")
-# After its first pull the engine knows which of its layers the registry's blobs are, and a pull
-# again downloads none: the first round's pull is the one a machine meeting the image pays.
-WAYS = ("verify --image", "docker pull + run, first", "docker pull + run, again")
+WAYS = ("verify --image", "docker pull + run, empty engine")
 # verify in the container, with its own peak resident set printed after its JSON.
 IN_CONTAINER = (
     "import resource, subprocess, sys; "
     "code = subprocess.run(['torch-lazylog', 'verify', '--json']).returncode; "
     "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(code)"
 )
+NO_ENGINE = "unix:///nonexistent/docker.sock"
 
 
-def _rss_kb(names: tuple[str, ...]) -> int:
+def _rss_kb(pids: list[int]) -> int:
     total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if fields.get("Name", "").strip() in names and "VmRSS" in fields:
-            total += int(fields["VmRSS"].split()[0])
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
     return total
 
 
 class _Sampler(threading.Thread):
-    """The engine's resident set, sampled until stopped: its peak above where it started."""
+    """The resident set of a process and those below it, sampled until stopped: its peak above
+    where it started."""
 
-    def __init__(self) -> None:
+    def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.start_kb = _rss_kb(ENGINE)
+        self.pid = pid
+        self.start_kb = _rss_kb(tree(pid))
         self.peak_kb = self.start_kb
         self.done = threading.Event()
 
     def run(self) -> None:
         while not self.done.wait(0.1):
-            self.peak_kb = max(self.peak_kb, _rss_kb(ENGINE))
+            self.peak_kb = max(self.peak_kb, _rss_kb(tree(self.pid)))
 
 
-def unrun(reference: str) -> tuple[float, float]:
-    """Seconds and peak MB of `verify --image`."""
+@contextlib.contextmanager
+def empty_engine(work: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """A second dockerd with nothing in it: its own data root, exec root (its own containerd) and
+    socket, no bridge; yields its PID and the environment that reaches it. Stopped and its data
+    root removed afterwards."""
+    root = Path(tempfile.mkdtemp(prefix="engine-", dir=work))
+    socket_path = root / "docker.sock"
+    env = {"DOCKER_HOST": f"unix://{socket_path}"}
+    with (root / "dockerd.log").open("w") as log:
+        engine = subprocess.Popen(
+            ["dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
+             "--pidfile", str(root / "dockerd.pid"), "--host", env["DOCKER_HOST"],
+             "--bridge=none", "--iptables=false"],
+            stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while images.docker("info", "--format", "{{.ServerVersion}}", env=env, timeout=30).returncode:
+            assert engine.poll() is None, (root / "dockerd.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "the empty engine did not answer in 120 s"
+            time.sleep(0.5)
+        yield engine.pid, env
+    finally:
+        engine.terminate()
+        engine.wait(timeout=120)
+        shutil.rmtree(root)
+
+
+def unrun(script: Path, reference: str) -> tuple[float, float]:
+    """Seconds and peak MB of `verify --image`, with no engine reachable."""
     start = time.monotonic()
     process = subprocess.Popen(
-        [sys.executable, "-m", "patcher", "verify", "--json", "--image", reference],
+        [str(script), "verify", "--json", "--image", reference],
         stdout=subprocess.DEVNULL,
-        env={**os.environ, "DOCKER_HOST": "unix:///nonexistent/docker.sock"},
+        env={**os.environ, "DOCKER_HOST": NO_ENGINE},
     )
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -95,18 +125,20 @@ def unrun(reference: str) -> tuple[float, float]:
     return time.monotonic() - start, usage.ru_maxrss / 1024
 
 
-def pulled(name: str) -> tuple[float, float]:
-    """Seconds and peak MB of `docker pull` and verify run in the pulled image; the image removed."""
-    sampler = _Sampler()
-    sampler.start()
-    start = time.monotonic()
-    done = images.docker("pull", "-q", name, timeout=3600)
-    sampler.done.set()
-    sampler.join()
-    assert done.returncode == 0, done.stderr
-    ran = images.docker("run", "--rm", "--network=none", name, "python3", "-c", IN_CONTAINER, timeout=600)
-    seconds = time.monotonic() - start
-    images.docker("image", "rm", name, timeout=600)
+def pulled(name: str, work: Path) -> tuple[float, float]:
+    """Seconds and peak MB of `docker pull` into an empty engine and verify run in the image."""
+    with empty_engine(work) as (pid, env):
+        sampler = _Sampler(pid)
+        sampler.start()
+        start = time.monotonic()
+        done = images.docker("pull", "-q", name, env=env, timeout=3600)
+        sampler.done.set()
+        sampler.join()
+        assert done.returncode == 0, done.stderr
+        ran = images.docker(
+            "run", "--rm", "--network=none", name, "python3", "-c", IN_CONTAINER, env=env, timeout=600
+        )
+        seconds = time.monotonic() - start
     assert ran.returncode == 0, ran.stderr
     container_kb = int(ran.stdout.splitlines()[-1])
     return seconds, (sampler.peak_kb - sampler.start_kb + container_kb) / 1024
@@ -118,14 +150,19 @@ def main() -> None:
     rounds = parser.parse_args().rounds
     base = images.rocm_base()
     patched = f"torch-lazylog-bench:unrun-{os.getpid()}"
-    with tempfile.TemporaryDirectory() as work, images.tool_named():
-        context = Path(work) / "context"
+    with tempfile.TemporaryDirectory(prefix="torch-lazylog-bench-") as temporary, images.tool_named():
+        work = Path(temporary)
+        os.chdir(work)  # `-c` puts the current directory first on sys.path: never this checkout's patcher/
+        install = Install(work)
+        wheel = work / "dist" / install.wheel
+        realdata.pip(["--python", str(install.python), "install", "--quiet", f"{wheel}[image]"], "oras")
+        context = work / "context"
         context.mkdir()
         (context / "Dockerfile").write_text(f"FROM {base}\n{readme_snippet()}")
         built = images.docker("build", "-t", patched, str(context), env=images.BUILDKIT)
         assert built.returncode == 0, built.stderr
         try:
-            with registry(Path(work)) as host:
+            with registry(work) as host:
                 name = f"{host}/standin:patched"
                 pushed = subprocess.run(
                     ["skopeo", "copy", "--dest-tls-verify=false", "--dest-compress-level=1",
@@ -133,20 +170,18 @@ def main() -> None:
                     capture_output=True, text=True,
                 )  # fmt: skip
                 assert pushed.returncode == 0, pushed.stderr
-                # The engine would find the built image by its config's digest and pull no layer.
-                images.docker("image", "rm", "-f", patched, timeout=600)
+                images.docker("image", "rm", "-f", patched, timeout=600)  # the registry holds it now
                 results: dict[str, list[tuple[float, float]]] = {way: [] for way in WAYS}
                 for number in range(rounds):
-                    results[WAYS[0]].append(unrun(f"docker://{name}"))
-                    results[WAYS[1] if number == 0 else WAYS[2]].append(pulled(name))
+                    results[WAYS[0]].append(unrun(install.script, f"docker://{name}"))
+                    results[WAYS[1]].append(pulled(name, work))
                     print(
                         f"round {number + 1}: "
-                        + "; ".join(
-                            f"{k} {v[-1][0]:.1f} s, {v[-1][1]:.0f} MB" for k, v in results.items() if v
-                        )
+                        + "; ".join(f"{k} {v[-1][0]:.1f} s, {v[-1][1]:.0f} MB" for k, v in results.items())
                     )
         finally:
             images.docker("image", "rm", "-f", patched, timeout=600)
+        where = install.where()
     day = datetime.date.today().isoformat()
     rows = [
         {
@@ -166,6 +201,7 @@ def main() -> None:
         writer = csv.DictWriter(handle, FIELDS)
         writer.writeheader()
         writer.writerows(rows)
+    print(f"{where}; load average {os.getloadavg()[0]:.1f}")
     for row in rows:
         print(row)
 
