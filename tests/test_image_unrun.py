@@ -195,6 +195,23 @@ def test_a_compression_it_cannot_read_is_one_sentence() -> None:
     assert garbage.value.code == 4 and "layer 1 of x" in garbage.value.message
 
 
+def test_an_archive_from_a_pipe_is_one_sentence(tmp_path: Path) -> None:
+    """`docker save IMAGE | torch-lazylog verify --image docker-archive:/dev/stdin`: refused with what
+    to do instead (read in place, an archive needs a file), not the OS's "Illegal seek"."""
+    archive = tmp_path / "image.tar"
+    with tarfile.open(archive, "w") as tar:
+        tar.addfile(tarfile.TarInfo("manifest.json"))
+    for transport in ("docker-archive", "oci-archive"):
+        done = subprocess.run(
+            [sys.executable, "-m", "patcher", "verify", "--image", f"{transport}:/dev/stdin"],
+            input=archive.read_bytes(), capture_output=True, timeout=60,
+        )  # fmt: skip
+        said = done.stderr.decode()
+        assert done.returncode == 4, said
+        assert "docker save -o image.tar IMAGE" in said and "Illegal seek" not in said, said
+        assert said.count("\n") == 1 and "Traceback" not in said, said
+
+
 @pytest.mark.parametrize(
     ("status", "said"),
     [(401, "refused access (HTTP 401"), (403, "log in with `docker login h.io`"), (404, "has no such image")],

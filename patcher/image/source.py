@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -145,6 +146,16 @@ def _docker_archive(opener: Opener, ref: Ref) -> list[Image]:
 def _archive(path: str) -> Iterator[Opener]:
     """Members of a tar archive on disk, read in place (random access: a member's bytes are read
     when its turn comes)."""
+    try:
+        seekable = stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        seekable = True  # tarfile says why it cannot open it
+    if not seekable:  # a pipe (`docker save IMAGE | ... docker-archive:/dev/stdin`), a device
+        raise environment(
+            f"Expected the archive in a file, found {path} is a pipe or a device: an archive is read in "
+            "place, its manifest first, and `docker save` writes that last. Save it to a file "
+            "(`docker save -o image.tar IMAGE`) and pass docker-archive:image.tar; nothing was written"
+        )
     try:
         archive = tarfile.open(path, "r:*")  # noqa: SIM115 -- closed by `with archive` below
     except (OSError, tarfile.TarError) as exc:
