@@ -12,7 +12,7 @@ Install), as `pip install 'torch-lazylog[image]'` gives it. Each round, interlea
 - `torch-lazylog verify --json --image docker://...` with no engine reachable (its peak memory: its
   own maximum resident set, from wait4);
 - a machine meeting the image: a second Docker engine started for the round with nothing in it (its
-  own data root, sockets and containerd; untimed), then, timed, `docker pull` of the same reference
+  own data root, socket, bridge and containerd; untimed), then, timed, `docker pull` of the same reference
   and `docker run --rm IMAGE torch-lazylog verify --json` (its peak memory: the resident sets of that
   engine's processes, sampled every 0.1 s during the pull, less before it, plus the verify in the
   container's own maximum); the engine is stopped and its data root removed after the round.
@@ -85,17 +85,20 @@ class _Sampler(threading.Thread):
 
 @contextlib.contextmanager
 def empty_engine(work: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """A second dockerd with nothing in it: its own data root, exec root (its own containerd) and
-    socket, no bridge; yields its PID and the environment that reaches it. Stopped and its data
+    """A second dockerd with nothing in it: its own data root, exec root (its own containerd),
+    socket and bridge, no iptables rules; yields its PID and the environment that reaches it. Stopped and its data
     root removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="engine-", dir=work))
     socket_path = root / "docker.sock"
     env = {"DOCKER_HOST": f"unix://{socket_path}"}
+    # A bridge of its own: with --bridge=none dockerd deletes the host's docker0, the other engine's.
+    bridge = f"tlbench{os.getpid() % 100000}"
+    subprocess.run(["ip", "link", "add", "name", bridge, "type", "bridge"], check=True)
     with (root / "dockerd.log").open("w") as log:
         engine = subprocess.Popen(
             ["dockerd", "--data-root", str(root / "data"), "--exec-root", str(root / "exec"),
              "--pidfile", str(root / "dockerd.pid"), "--host", env["DOCKER_HOST"],
-             "--bridge=none", "--iptables=false"],
+             f"--bridge={bridge}", "--iptables=false", "--ip-masq=false"],
             stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     try:
@@ -108,6 +111,7 @@ def empty_engine(work: Path) -> Iterator[tuple[int, dict[str, str]]]:
     finally:
         engine.terminate()
         engine.wait(timeout=120)
+        subprocess.run(["ip", "link", "delete", bridge], check=True)
         shutil.rmtree(root)
 
 
