@@ -15,6 +15,7 @@ CASES = {
     "crlf": b"Metadata-Version: 2.1\r\nName: torch\r\nVersion: 2.9.1+rocm6.4\r\n\r\nbody",
     "any case": b"Name: torch\nversion:2.11.0\n",
     "folded": b"Name: torch\nVersion:\n 2.12.0\nSummary: x\n",
+    "folded by a tab": b"Name: torch\nVersion:\n\t2.9.1\n",
     "first wins": b"Version: 2.10.0\nVersion: 9.9.9\n",
     "absent": b"Metadata-Version: 2.1\nName: torch\n",
     "only in the body": b"Name: torch\n\nVersion: 2.10.0\n",
@@ -35,4 +36,5 @@ def test_what_the_cases_read() -> None:
     """The cases are not all one answer: the oracle agrees on different versions and on none."""
     assert metadata_version(CASES["local"]) == "2.10.0a0+git8514f05"
     assert metadata_version(CASES["folded"]) == "2.12.0"
+    assert metadata_version(CASES["folded by a tab"]) == "2.9.1"
     assert metadata_version(CASES["only in the body"]) is None
