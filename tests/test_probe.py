@@ -14,10 +14,10 @@ from patcher.diagnose import findings, probe
 from patcher.diagnose.model import Cpu, Frame, Launch, ProcessFacts, Sample, Stack, TorchFacts, Unreadable
 from tests.docs import block
 
+SITE = "/opt/venv/lib/python3/site-packages"  # a target's, in its container: no interpreter's version
 PROCESS = ProcessFacts(
     pid=1, command="/opt/venv/bin/python server.py", interpreter="/opt/venv/bin/python", started=0.0, root="",
-    torch_dir="/opt/venv/lib/python3.12/site-packages/torch",
-    torch_seen_at="/opt/venv/lib/python3.12/site-packages/torch", torch_replaced=False, torch_logs=None,
+    torch_dir=f"{SITE}/torch", torch_seen_at=f"{SITE}/torch", torch_replaced=False, torch_logs=None,
     pycache_prefix=None, owns_torch=True, parent=0, launch=Launch(None, None, None, None, None),
 )  # fmt: skip
 EAGER = TorchFacts(Report("verify", "pristine", False, "", ExitCode.EAGER), None, False, "")
@@ -27,7 +27,7 @@ IDLE = probe.Busy(Cpu(0.01, 0.25), 1, 1)
 
 
 def _frame(name: str, file: str) -> Frame:
-    return Frame(name, f"/opt/venv/lib/python3.12/site-packages/{file}", 1, ())
+    return Frame(name, f"{SITE}/{file}", 1, ())
 
 
 FORMATTING: Sample = (
