@@ -5,6 +5,7 @@ the lock. The install layer fills these in; nothing here reads them from the dis
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal, NamedTuple
 
@@ -15,6 +16,7 @@ UNDO_NAME = "torch_lazylog.json"
 # Without a dist-info (a source build, `pip install -e`), the undo record goes beside the torch
 # package, never inside it.
 UNDO_NAME_NO_DIST_INFO = ".torch_lazylog.json"
+_VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 
 
 def metadata_version(metadata: bytes) -> str | None:
@@ -35,6 +37,13 @@ def metadata_version(metadata: bytes) -> str | None:
             fields.append([name.strip().lower(), value])
     version = next((value for name, value in fields if name == b"version"), None)
     return None if version is None else version.decode("utf-8", "replace").strip()
+
+
+def torch_version(version_py: str | None, distribution: str | None) -> str | None:
+    """torch/version.py's `__version__ = '...'` (or `__version__: str = "..."`); only when it says
+    nothing, or there is none, the distribution's version."""
+    found = _VERSION.search(version_py) if version_py is not None else None
+    return found["version"] if found else distribution
 
 
 class Interpreter(NamedTuple):

@@ -14,7 +14,16 @@ from typing import Any, NamedTuple
 from patcher.core import record
 from patcher.core.errors import LazylogError, environment
 from patcher.core.hashes import sha256
-from patcher.core.installed import FileStat, Interpreter, Mode, Pyc, Snapshot, Target, metadata_version
+from patcher.core.installed import (
+    FileStat,
+    Interpreter,
+    Mode,
+    Pyc,
+    Snapshot,
+    Target,
+    metadata_version,
+    torch_version,
+)
 from patcher.core.report import JsonValue, Report
 from patcher.core.spec import PatchSpec
 from patcher.core.undo import UndoRecord
@@ -23,8 +32,6 @@ from patcher.install import pyc, reading
 
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 GRAPH = "torch/_inductor/graph.py"
-# torch/version.py's `__version__ = '...'`, as patcher.install.locate reads it from a disk.
-_VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 _MINOR = re.compile(r"python(3\.[0-9]+)t?")
 _PYC_NAME = re.compile(r"graph\.([^.]+)(?:\.opt-([0-9]+))?\.pyc")
 _MODES: dict[int, Mode] = {0: "timestamp", 1: "unchecked-hash", 3: "checked-hash"}  # PEP 552's flags
@@ -190,13 +197,13 @@ def target_of(tree: Tree, site: str, spec: PatchSpec, interpreter: Interpreter, 
     metadata = tree.read(f"{dist_info}/METADATA") if dist_info else None
     dist_version = metadata_version(metadata.data) if metadata else None
     version_py = tree.read(f"{site}/torch/version.py")
-    found = _VERSION.search(version_py.data.decode("utf-8", "replace")) if version_py else None
+    declared = version_py.data.decode("utf-8", "replace") if version_py else None
     return Target(
         interpreter=interpreter,
         torch_dir=Path(f"{site}/torch"),
         graph_py=Path(f"{site}/{GRAPH}"),
         dist_info=Path(dist_info) if dist_info else None,
-        torch_version=found["version"] if found else dist_version,
+        torch_version=torch_version(declared, dist_version),
         dist_version=dist_version,
         owner=owner,
         torch_path_entry=site if owner else None,

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from patcher.core.errors import Hint, LazylogError, LeaveOut, Pass, environment
-from patcher.core.installed import Found, Interpreter, Target, metadata_version
+from patcher.core.installed import Found, Interpreter, Target, metadata_version, torch_version
 from patcher.core.spec import PatchSpec
 from patcher.install import interpreter
 
@@ -18,17 +18,16 @@ _SITE_PACKAGES = Pass("--torch-dir", "the `torch` directory inside site-packages
 _SITE_DIR = re.compile(
     r"^(?P<prefix>/.*)/lib(?:64)?/python(?P<version>3\.\d+t?)/(?P<kind>site|dist)-packages$"
 )
-_VERSION = re.compile(r"""^__version__[ \t]*(?::[^=\n]*)?=[ \t]*(['"])(?P<version>[^'"\n]+)\1""", re.M)
 
 
 def read_torch_version(torch_dir: Path, distribution: str | None) -> str | None:
     """torch/version.py's `__version__ = '...'` (or `__version__: str = "..."`); only when it says
     nothing, the distribution's version (`dist_version`, read once)."""
     try:
-        found = _VERSION.search((torch_dir / "version.py").read_text(encoding="utf-8"))
+        text: str | None = (torch_dir / "version.py").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
-        found = None
-    return found["version"] if found else distribution
+        text = None
+    return torch_version(text, distribution)
 
 
 def dist_version(dist_info: Path | None) -> str | None:
