@@ -751,5 +751,17 @@ def fetch(part: str = "") -> None:
     system_base()
 
 
+def empty_build_cache() -> None:
+    """The engine reached (started if need be) and BuildKit's cache emptied (`python -m tests.images
+    prune`): the image tests fill it by some 11 GB a run, torch's 7 GB reinstalled over the step or
+    copied between stages, and a run that starts with the last one's may not find the room it needs."""
+    engine()
+    done = docker("builder", "prune", "--all", "--force", timeout=600)
+    _check(done, "empty the engine's build cache")
+
+
 if __name__ == "__main__":
-    fetch(*sys.argv[1:2])
+    if sys.argv[1:2] == ["prune"]:
+        empty_build_cache()
+    else:
+        fetch(*sys.argv[1:2])

@@ -5,8 +5,9 @@ ones build small images over the project's Debian base holding a real torch 2.10
 version.py, its dist-info) in a venv first on PATH, before and after the README's step, and a layer
 over the patched one that deletes torch or replaces its site directory (an opaque directory); then
 read them as `docker save` archives, OCI layouts and OCI archives (skopeo) with no engine reachable,
-and from a registry server (Debian's docker-registry) on loopback. Each answer is held to verify's
-own in a container of the same image.
+and from a registry server (Debian's docker-registry) on loopback. The 7.6 GB stand-in base, with the
+step and without, is read from that registry, pushed there by the engine. Each answer is held to
+verify's own in a container of the same image.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -331,6 +333,53 @@ def _containers(tags: dict[str, str]) -> list[str]:
     return found
 
 
+@pytest.mark.image
+def test_the_stand_in_base_before_and_after_the_step(tmp_path: Path) -> None:
+    """The full case, first of the live ones (the small images' archives are not yet on the disk
+    beside it): the 2.10.0 stand-in base (a real torch install and pip's pycs, about 7.6 GB) and
+    the README's step over it, pushed by the engine to a registry on loopback and read from there,
+    each as verify in its container answers. `docker push` streams the layers (about 4 GB gzipped);
+    `docker save` stages the whole image in the engine before the archive is written, twice its size
+    on the disk at once, which a CI runner's disk may not have. Archives and layouts are the small
+    images' (below); bench/image_unrun.py reads this base too."""
+    base = need_image(images.rocm_base)
+    patched = _tag("standin-patched")
+    root = tmp_path / "context"
+    root.mkdir()
+    storage = tmp_path / "registry"
+    storage.mkdir()
+    pushed: list[str] = []
+    try:
+        with images.tool_named():
+            _build(root, patched, f"FROM {base}\n{readme_snippet()}")
+        with images.tool_volume() as volume:
+            shown = images.docker(
+                "run", "--rm", "--network=none", "-v", f"{volume}:/mnt:ro", base,
+                "python3", "-B", "/mnt/torch-lazylog", "verify", "--json", timeout=300,
+            )  # fmt: skip
+        eager_there = json.loads(shown.stdout)
+        patched_there = _in_container(patched)
+        with registry(storage) as host:
+            for name, tag in (("eager", base), ("patched", patched)):
+                # The patched image's push sends only the step's layers: the registry holds the base's.
+                pushed.append(f"{host}/standin:{name}-{os.getpid()}")
+                assert images.docker("tag", tag, pushed[-1], timeout=60).returncode == 0
+                done = images.docker("push", "--quiet", pushed[-1], timeout=1800)
+                assert done.returncode == 0, f"docker push {pushed[-1]}: {done.stderr}"
+            done = _run(*[w for name in pushed for w in ("--image", f"docker://{name}")])
+    finally:
+        for name in [*pushed, patched]:
+            images.docker("image", "rm", name, timeout=120)
+        shutil.rmtree(storage, ignore_errors=True)  # some 4 GB, gone before the next test
+    assert done.returncode == 1, done.stderr  # the worse of the two
+    eager, lazy = _lines(done)
+    assert [eager["image"], lazy["image"]] == [f"docker://{name}" for name in pushed]
+    assert eager["exit_code"] == 1 and eager["pycs"], eager  # pip's pycs, read from their headers
+    assert eager["next"].endswith(" apply") and eager_there["next"].endswith(" apply")
+    assert _without_image_fields(eager) | {"next": None} == eager_there | {"next": None}
+    assert lazy["exit_code"] == 0 and _without_image_fields(lazy) == patched_there
+
+
 class Small:
     """The small images, written as `docker save` archives, OCI archives and one OCI layout."""
 
@@ -388,6 +437,7 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Small]:
     finally:
         for tag in tags.values():
             images.docker("image", "rm", "-f", tag, timeout=120)
+        shutil.rmtree(root, ignore_errors=True)  # some 2 GB of archives and layouts, gone with the module
 
 
 def _index(layout: Path, platforms: dict[str, str], tag: str) -> None:
@@ -518,46 +568,3 @@ def test_a_registry_answers_as_verify_in_the_container(small: Small, tmp_path: P
         assert absent.returncode == 4
         (answer,) = _lines(absent)
         assert "HTTP 404" in answer["message"] and f"docker://{host}/unrun:nothing" in answer["message"]
-
-
-@pytest.mark.image
-def test_the_stand_in_base_before_and_after_the_step(tmp_path: Path) -> None:
-    """The full case: the 2.10.0 stand-in base (a real torch install and pip's pycs, about 7.6 GB) and
-    the README's step over it, each saved by `docker save` and read as that archive, each as verify in
-    its container answers. One archive at a time, removed once read: a run needs the room of one
-    image (skopeo's copy from the engine would take two, its temporary tar and the layout).
-    The registry's path is the small images' (above); bench/image_unrun.py reads this base too."""
-    base = need_image(images.rocm_base)
-    patched = _tag("standin-patched")
-    root = tmp_path / "context"
-    root.mkdir()
-    saved = tmp_path / "image.tar"
-    read: list[subprocess.CompletedProcess[str]] = []
-    try:
-        with images.tool_named():
-            _build(root, patched, f"FROM {base}\n{readme_snippet()}")
-        with images.tool_volume() as volume:
-            shown = images.docker(
-                "run", "--rm", "--network=none", "-v", f"{volume}:/mnt:ro", base,
-                "python3", "-B", "/mnt/torch-lazylog", "verify", "--json", timeout=300,
-            )  # fmt: skip
-        eager_there = json.loads(shown.stdout)
-        patched_there = _in_container(patched)
-        for tag in (base, patched):
-            # The engine stages the image before the archive is written: twice its size free, ~16 GB.
-            shown = images.docker("save", "-o", str(saved), tag, timeout=1800)
-            assert shown.returncode == 0, f"docker save {tag}: {shown.stderr}"
-            read.append(_run("--image", f"docker-archive:{saved}"))
-            saved.unlink()
-    finally:
-        saved.unlink(missing_ok=True)
-        images.docker("image", "rm", "-f", patched, timeout=120)
-    done, after = read
-    (lazy,) = _lines(after)
-    assert after.returncode == 0, after.stderr
-    assert done.returncode == 1, done.stderr
-    (eager,) = _lines(done)
-    assert eager["exit_code"] == 1 and eager["pycs"], eager  # pip's pycs, read from their headers
-    assert eager["next"].endswith(" apply") and eager_there["next"].endswith(" apply")
-    assert _without_image_fields(eager) | {"next": None} == eager_there | {"next": None}
-    assert lazy["exit_code"] == 0 and _without_image_fields(lazy) == patched_there
