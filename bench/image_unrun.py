@@ -86,8 +86,8 @@ class _Sampler(threading.Thread):
 @contextlib.contextmanager
 def empty_engine(work: Path) -> Iterator[tuple[int, dict[str, str]]]:
     """A second dockerd with nothing in it: its own data root, exec root (its own containerd),
-    socket and bridge, no iptables rules; yields its PID and the environment that reaches it. Stopped and its data
-    root removed afterwards."""
+    socket and bridge, no iptables rules; yields its PID and the environment that reaches it.
+    Stopped and its data root removed afterwards."""
     root = Path(tempfile.mkdtemp(prefix="engine-", dir=work))
     socket_path = root / "docker.sock"
     env = {"DOCKER_HOST": f"unix://{socket_path}"}

@@ -9,9 +9,10 @@ that venv's Python with `-B` as the file's own first line does (py-spy beside it
 tests/scenarios/stalls.py's `compile` (one new function compiled after another, forever) on the
 unpatched torch 2.10.0 venv of the test cache, with a fresh Inductor cache: busy on an eager torch,
 the case where a probe reads stacks. Once it has compiled its first function, each round runs
-`torch-lazylog probe PID`, the single file's `probe PID` and `torch-lazylog diagnose PID` once each, in the same order; each
-command's wall time and CPU time (its own and its children's, py-spy's included, from wait4) are
-kept, and the table gives the medians side by side with the issue's targets. The shared venv is
+`torch-lazylog probe PID`, the single file's `probe PID` and `torch-lazylog diagnose PID` once
+each, in the same order; each command's wall time and CPU time (its own and its children's,
+py-spy's included, from wait4) are kept, and the table gives the medians side by side with the
+issue's targets. The shared venv is
 held under the tests' lock, reverted first, so no suite patches it meanwhile.
 """
 

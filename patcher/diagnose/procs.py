@@ -161,7 +161,7 @@ def _fd_identity(pid: int, fd: str, mounts: dict[int, int]) -> Identity | None:
 @functools.cache
 def socket_device() -> int | None:
     """The device number every socket's inode is on (sockfs), from a socket of this process's own."""
-    import socket  # the rendezvous's alone: the probe never asks
+    import socket  # only diagnose reads sockets (a rendezvous, a lock's holders); the probe never does
 
     try:
         with socket.socket() as own:

@@ -142,7 +142,7 @@ def sample_all(spy: str, pids: list[int], count: int, interval: float) -> dict[i
     """Every process at once: a server's ranks are read in the time one takes."""
     if not pids:
         return {}
-    from concurrent.futures import ThreadPoolExecutor  # diagnose's alone: the probe dumps one process
+    from concurrent.futures import ThreadPoolExecutor  # only diagnose reads many ranks; the probe, one
 
     with ThreadPoolExecutor(max_workers=min(len(pids), 32)) as pool:
         futures = {pid: pool.submit(series, spy, pid, count, interval) for pid in pids}
