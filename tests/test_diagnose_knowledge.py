@@ -112,3 +112,27 @@ def test_a_strict_locks_holders_are_its_claims_pids(tmp_path: Path) -> None:
     found = claims.waited(process, [(waiter,)], table)
     assert found is not None and [h.pid for h in found.holders] == [os.getpid(), 7]
     assert "on host elsewhere" in found.holders[1].command and found.claims == (gone,)
+
+
+def test_a_soft_lock_waiter_caught_inside_one_try_is_read_from_its_loop(tmp_path: Path) -> None:
+    """filelock's loop calls a dozen functions a round: a dump may catch the waiter inside one try
+    (its innermost frame `_acquire`, not the loop's), as the last dump did in a CI run under load.
+    The lock is read from the loop's frame all the same; a thread that never sleeps in the loop
+    (stuck inside a try, on a mount that does not answer) is not read as waiting on it."""
+    lock = tmp_path / "model.lock"
+    lock.touch()
+    process = ProcessFacts(os.getpid(), "python x", "/venv/bin/python", 0.0, "", None, None, False, None, None,
+                           True, 1, Launch(None, None, None, None, None))  # fmt: skip
+    loop = (
+        _waiter("SoftFileLock")
+        .frames[0]
+        ._replace(locals=(("self", "<SoftFileLock at 0x7f>"), ("lock_filename", f'"{lock}"')))
+    )
+    sleeping = Stack("MainThread", (loop,))
+    trying = Stack("MainThread", (Frame("SoftFileLock._acquire", WAIT.replace("_core/_acquire", "_soft"), 40, ()),
+                                  loop._replace(line=158)))  # fmt: skip
+    table = procs.read()
+    found = locks.waited(process, [(sleeping,), (sleeping,), (trying,)], table, [])
+    assert found is not None and (found.protocol, found.path, found.holders) == ("soft", str(lock), ())
+    assert found.waiting.name == "LockAcquisition._poll_until_acquired"
+    assert locks.waited(process, [(trying,), (trying,), (trying,)], table, []) is None

@@ -231,15 +231,34 @@ def waited(process: ProcessFacts, samples: list[Sample], seen: ProcTable, table:
     if blocked is not None:
         return blocked
     threads = polling(process, samples)
-    for stack in (s for s in (samples[-1] if threads else ()) if s.thread in threads and s.frames):
-        found = (
-            _known(process, stack, seen, table)
-            or _vanishing(process, stack, seen, None)
-            or _os_lock(process, stack, seen, table)
-        )
+    for stack in (s for s in (samples[-1] if samples else ()) if s.frames):
+        if stack.thread in threads:
+            found = (
+                _known(process, stack, seen, table)
+                or _vanishing(process, stack, seen, None)
+                or _os_lock(process, stack, seen, table)
+            )
+        else:
+            loop = _within_a_try(samples, stack)
+            found = _known(process, loop, seen, table) if loop is not None else None
         if found is not None:
             return found
     return None
+
+
+def _within_a_try(samples: list[Sample], stack: Stack) -> Stack | None:
+    """The thread's stack from a known lock's loop on, when the last dump caught it inside one try
+    (filelock's loop calls a dozen functions a round, each a frame above the loop's): the loop's
+    frame in every sample, and innermost, where the thread sleeps, in one at least. None for a
+    thread that never sleeps in it (stuck inside a try, on a mount that does not answer)."""
+    known = protocol_of(stack)
+    if known is None:
+        return None
+    frame = known[1]
+    mine = [[s for s in sample if s.thread == stack.thread and s.frames] for sample in samples]
+    inside = all(any(frame[:2] in (f[:2] for f in s.frames) for s in own) for own in mine)
+    sleeps = any(s.frames[0][:2] == frame[:2] for own in mine for s in own)
+    return Stack(stack.thread, stack.frames[stack.frames.index(frame) :]) if inside and sleeps else None
 
 
 def _holders(pids: list[int], seen: ProcTable) -> tuple[Holder, ...]:
