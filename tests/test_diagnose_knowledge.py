@@ -81,6 +81,18 @@ def test_a_strict_soft_file_lock_is_named_by_its_row() -> None:
     assert claims._wait_of(waiter) == ("strict", waiter.frames[0])
 
 
+def _this_process() -> ProcessFacts:
+    return ProcessFacts(os.getpid(), "python x", "/venv/bin/python", 0.0, "", None, None, False, None, None,
+                        True, 1, Launch(None, None, None, None, None))  # fmt: skip
+
+
+def _loop(cls: str, lock: Path) -> Frame:
+    """filelock 4's acquire loop's frame as a dump with --locals shows it, waiting on `lock`."""
+    return (
+        _waiter(cls).frames[0]._replace(locals=(("self", f"<{cls} at 0x7f>"), ("lock_filename", f'"{lock}"')))
+    )
+
+
 def _claim(directory: Path, name: str, pid: int, host: str) -> None:
     record = f"filelock-strict-v1\n{'0' * 32}\n{pid}\n{host.encode().hex()}\n1\n"
     (directory / f"held-v1-{name}.claim").write_text(record)
@@ -96,14 +108,8 @@ def test_a_strict_locks_holders_are_its_claims_pids(tmp_path: Path) -> None:
     claims_dir.mkdir(parents=True)
     table = procs.read()
     gone = max(table.processes) + 100000
-    process = ProcessFacts(os.getpid(), "python x", "/venv/bin/python", 0.0, "", None, None, False, None, None,
-                           True, 1, Launch(None, None, None, None, None))  # fmt: skip
-    frame = (
-        _waiter("StrictSoftFileLock")
-        .frames[0]
-        ._replace(locals=(("self", "<StrictSoftFileLock at 0x7f>"), ("lock_filename", f'"{lock}"')))
-    )
-    waiter = Stack("MainThread", (frame,))
+    process = _this_process()
+    waiter = Stack("MainThread", (_loop("StrictSoftFileLock", lock),))
     _claim(claims_dir, "a", gone, os.uname().nodename)
     found = claims.waited(process, [(waiter,)], table)
     assert found is not None and (found.protocol, found.holders, found.claims) == ("strict", (), (gone,))
@@ -121,18 +127,13 @@ def test_a_soft_lock_waiter_caught_inside_one_try_is_read_from_its_loop(tmp_path
     (stuck inside a try, on a mount that does not answer) is not read as waiting on it."""
     lock = tmp_path / "model.lock"
     lock.touch()
-    process = ProcessFacts(os.getpid(), "python x", "/venv/bin/python", 0.0, "", None, None, False, None, None,
-                           True, 1, Launch(None, None, None, None, None))  # fmt: skip
-    loop = (
-        _waiter("SoftFileLock")
-        .frames[0]
-        ._replace(locals=(("self", "<SoftFileLock at 0x7f>"), ("lock_filename", f'"{lock}"')))
-    )
+    process = _this_process()
+    loop = _loop("SoftFileLock", lock)
     sleeping = Stack("MainThread", (loop,))
     trying = Stack("MainThread", (Frame("SoftFileLock._acquire", WAIT.replace("_core/_acquire", "_soft"), 40, ()),
                                   loop._replace(line=158)))  # fmt: skip
     table = procs.read()
     found = locks.waited(process, [(sleeping,), (sleeping,), (trying,)], table, [])
     assert found is not None and (found.protocol, found.path, found.holders) == ("soft", str(lock), ())
-    assert found.waiting.name == "LockAcquisition._poll_until_acquired"
+    assert found.waiting is not None and found.waiting.name == "LockAcquisition._poll_until_acquired"
     assert locks.waited(process, [(trying,), (trying,), (trying,)], table, []) is None
