@@ -372,12 +372,30 @@ def test_dist_fails_when_the_publishers_twine_cannot_read_the_metadata_version(t
     shutil.copy(older, clone / ".ci" / "publish.txt")
     git = ["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "commit", "-q", "-am", "the older publisher"], check=True, capture_output=True)
-    done = subprocess.run(["bash", ".ci/run", "dist"], cwd=clone, capture_output=True, text=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = need(_a_python_the_older_lock_installs_on)
+    assert isinstance(python, Path)
+    (bin_dir / "python3").symlink_to(python)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run(["bash", ".ci/run", "dist"], cwd=clone, capture_output=True, text=True, env=env)
     if done.returncode != 0 and not (clone / ".venv-publish" / "bin" / "twine").exists():
         need(lambda: _unavailable("the older publisher's tools", done.stderr))
     assert done.returncode != 0, done.stdout
     assert "supported Metadata-Version: 1.0, 1.1, 1.2, 2.0, 2.1, 2.2, 2.3" in " ".join(done.stdout.split())
     assert "dist: two clean clones give the same bytes" not in done.stdout
+
+
+def _a_python_the_older_lock_installs_on() -> Path:
+    """A CPython 3.12 or older, the runner's first: the older lock has no wheels for a newer one
+    (cffi 1.16.0), and `.ci/run dist` makes the publisher's venv with the `python3` on PATH."""
+    runner = Path(sys.executable)
+    if sys.version_info < (3, 13):
+        return runner
+    older = [p for p in realdata.other_pythons() if int(p.name.removeprefix("python3.")) < 13]
+    if not older:
+        raise realdata.Unavailable("no CPython 3.12 or older on this machine for the older publisher's lock")
+    return older[-1]
 
 
 def _unavailable(what: str, stderr: str) -> None:
